@@ -1,0 +1,18 @@
+// The dialect's math shim on the host (CPU backend, CUDA emulator): float and double overloads.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#define SWISK_HOST_MATH(T)                                                    \
+  inline T sk_exp(T x) { return std::exp(x); }                                \
+  inline T sk_cos(T x) { return std::cos(x); }                                \
+  inline T sk_sin(T x) { return std::sin(x); }                                \
+  inline T sk_sqrt(T x) { return std::sqrt(x); }                              \
+  inline T sk_abs(T x) { return std::fabs(x); }                               \
+  inline bool sk_isnan(T x) { return std::isnan(x); }                         \
+  inline bool sk_isinf(T x) { return std::isinf(x); }                         \
+  inline T sk_nan(T) { return std::numeric_limits<T>::quiet_NaN(); }
+SWISK_HOST_MATH(float)
+SWISK_HOST_MATH(double)
+#undef SWISK_HOST_MATH

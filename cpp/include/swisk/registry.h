@@ -1,0 +1,89 @@
+// One registry maps (op, backend) to a kernel and its supports() predicate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "swisk/error.h"
+#include "swisk/tensor.h"
+
+namespace swisk {
+
+// cuda_emu / metal_emu run the CUDA and Metal kernel bodies on the CPU emulator (tests).
+enum class Backend : int { cpu = 0, cuda = 1, metal = 2, cuda_emu = 3, metal_emu = 4 };
+constexpr int kNumBackends = 5;
+
+const char* backend_name(Backend b);
+Backend backend_from_name(const std::string& name);  // "cpu", "cuda", "mps", "cuda-emu", "metal-emu"
+Device backend_device(Backend b);                     // where the backend's tensors live
+
+// What a Metal kernel needs to run: Python binds the buffers and dispatches on torch's MPS stream.
+struct MetalPlan {
+  std::string kernel;
+  uint32_t grid[3] = {1, 1, 1};         // threadgroups per grid
+  uint32_t threadgroup[3] = {1, 1, 1};  // threads per threadgroup
+  std::vector<uint8_t> params;          // bound after the tensors
+  std::vector<int> buffers;             // indices into the op's tensor list, in buffer order
+  std::vector<void*> pointers;          // the same tensors' data (used by the emulator)
+};
+
+// How an op call runs: on which backend, on which CUDA stream, into which Metal plan.
+struct Launch {
+  Backend backend = Backend::cpu;
+  void* stream = nullptr;
+  MetalPlan* plan = nullptr;
+};
+
+class Registry {
+ public:
+  template <class Args>
+  void add(const char* op, Backend b, void (*fn)(const Args&), const char* (*supports)(const Args&) = nullptr) {
+    add_erased(op, b, tag<Args>(), reinterpret_cast<void (*)()>(fn), reinterpret_cast<void (*)()>(supports));
+  }
+  // Runs op on args.launch.backend; unknown or unsupported combinations raise a clear error.
+  template <class Args>
+  void run(const char* op, const Args& args) const {
+    const Entry& e = find(op, args.launch.backend, tag<Args>());
+    if (e.supports) {
+      auto sup = reinterpret_cast<const char* (*)(const Args&)>(e.supports);
+      if (const char* why = sup(args)) fail(ErrorKind::type, op, "input", why, " on backend ", backend_name(args.launch.backend));
+    }
+    reinterpret_cast<void (*)(const Args&)>(e.fn)(args);
+  }
+  bool has(const std::string& op, Backend b) const;
+  std::vector<std::string> ops() const;
+
+ private:
+  struct Entry {
+    std::string op;
+    Backend backend;
+    const void* tag;
+    void (*fn)();
+    void (*supports)();
+  };
+  template <class Args>
+  static const void* tag() {
+    static const char t = 0;
+    return &t;
+  }
+  void add_erased(const char* op, Backend b, const void* tag, void (*fn)(), void (*supports)());
+  const Entry& find(const char* op, Backend b, const void* tag) const;
+  std::vector<Entry> entries_;
+};
+
+Registry& registry();
+
+// Each backend registers its kernels; a backend that is not built registers nothing.
+void register_cpu_backend(Registry& r);
+void register_cuda_backend(Registry& r);
+void register_cuda_emu_backend(Registry& r);
+void register_metal_backend(Registry& r);
+void register_metal_emu_backend(Registry& r);
+
+// Runtime facts of the CUDA backend (0 / false when it is not built or no driver is present).
+bool cuda_compiled();
+int cuda_device_count();
+std::string cuda_archs();
+
+}  // namespace swisk

@@ -1,0 +1,11 @@
+// The CPU backend: one registration per op family.
+#include "swisk/registry.h"
+
+namespace swisk {
+namespace cpu {
+void register_bspline(Registry& r);
+}
+
+void register_cpu_backend(Registry& r) { cpu::register_bspline(r); }
+
+}  // namespace swisk

@@ -1,0 +1,11 @@
+// The cuda-emu backend: the CUDA entry points of cuda/*.cu compiled as C++ and run on the emulator.
+#include "swisk/registry.h"
+#include "emu/cuda_shim.h"
+
+#include "../../../cuda/bspline.cu"
+
+namespace swisk {
+
+void register_cuda_emu_backend(Registry& r) { cuda_emu::register_bspline(r, Backend::cuda_emu); }
+
+}  // namespace swisk

@@ -1,0 +1,27 @@
+// Metal launch plans of the B-spline basis kernels (metal/bspline.metal).
+#include "plan.h"
+#include "swisk/ops/bspline.h"
+
+namespace swisk::metal {
+
+constexpr uint32_t kThreads = 256;
+
+static void basis(const BsplineBasisArgs& a) {
+  const BsplineParams p = bspline_params(a.x, a.grid, a.order);
+  submit(a.launch, make_plan("bspline_basis", a.x.dtype, p, groups_for(1ull * p.rows * p.in, kThreads), kThreads,
+                             {&a.x, &a.grid, &a.out}));
+}
+
+static void basis_backward(const BsplineBasisBackwardArgs& a) {
+  const BsplineParams p = bspline_params(a.x, a.grid, a.order);
+  submit(a.launch, make_plan("bspline_basis_backward", a.x.dtype, p, groups_for(1ull * p.rows * p.in, kThreads),
+                             kThreads, {&a.x, &a.grid, &a.grad_out, &a.grad_x}));
+}
+
+void register_bspline(Registry& r, Backend b) {
+  r.add<BsplineBasisArgs>("bspline_basis", b, &basis, &supports_metal_float<BsplineBasisArgs>);
+  r.add<BsplineBasisBackwardArgs>("bspline_basis_backward", b, &basis_backward,
+                                  &supports_metal_float<BsplineBasisBackwardArgs>);
+}
+
+}  // namespace swisk::metal

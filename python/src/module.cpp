@@ -1,0 +1,110 @@
+// swisk._C: the torch-free bridge. Tensors arrive as view tuples
+// (data_ptr, dtype code, shape, strides, device code, device index); outputs are allocated by Python.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+
+#include "swisk/ops/bspline.h"
+
+namespace nb = nanobind;
+using namespace swisk;
+
+namespace {
+
+TensorView view(nb::handle h) {
+  nb::tuple t = nb::borrow<nb::tuple>(h);
+  if (t.size() != 6) throw Error(ErrorKind::type, "[swisk] tensor: malformed view");
+  TensorView v;
+  v.data = reinterpret_cast<void*>(nb::cast<uintptr_t>(t[0]));
+  v.dtype = DType(nb::cast<int>(t[1]));
+  auto shape = nb::cast<std::vector<int64_t>>(t[2]);
+  auto strides = nb::cast<std::vector<int64_t>>(t[3]);
+  if (shape.size() > size_t(kMaxDims) || shape.size() != strides.size())
+    throw Error(ErrorKind::value, "[swisk] tensor: at most 8 dimensions are supported");
+  v.ndim = int(shape.size());
+  for (int d = 0; d < v.ndim; ++d) {
+    v.shape[d] = shape[d];
+    v.strides[d] = strides[d];
+  }
+  v.device = Device(nb::cast<int>(t[4]));
+  v.device_index = nb::cast<int>(t[5]);
+  return v;
+}
+
+nb::object plan_dict(const MetalPlan& p) {
+  nb::dict d;
+  d["kernel"] = p.kernel;
+  d["grid"] = nb::make_tuple(p.grid[0], p.grid[1], p.grid[2]);
+  d["threadgroup"] = nb::make_tuple(p.threadgroup[0], p.threadgroup[1], p.threadgroup[2]);
+  d["params"] = nb::bytes(reinterpret_cast<const char*>(p.params.data()), p.params.size());
+  d["buffers"] = p.buffers;
+  return d;
+}
+
+Launch make_launch(const std::string& backend, uintptr_t stream, MetalPlan* plan) {
+  Launch l;
+  l.backend = backend_from_name(backend);
+  l.stream = reinterpret_cast<void*>(stream);
+  l.plan = plan;
+  return l;
+}
+
+// Runs an op frontend with the GIL released; returns the Metal plan for the mps backend, else None.
+template <class Args, class F>
+nb::object run(Args& a, const std::string& backend, uintptr_t stream, F&& frontend) {
+  MetalPlan plan;
+  a.launch = make_launch(backend, stream, &plan);
+  {
+    nb::gil_scoped_release release;
+    frontend(a);
+  }
+  return a.launch.backend == Backend::metal ? plan_dict(plan) : nb::none();
+}
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyObject* type = e.kind() == ErrorKind::value  ? PyExc_ValueError
+                       : e.kind() == ErrorKind::type ? PyExc_TypeError
+                                                     : PyExc_RuntimeError;
+      PyErr_SetString(type, e.what());
+    }
+  });
+
+  m.def("build_info", [] {
+    nb::dict d;
+    d["version"] = SWISK_VERSION;
+    d["cuda_compiled"] = cuda_compiled();
+    d["cuda_archs"] = cuda_archs();
+    d["metal_compiled"] = bool(SWISK_WITH_METALLIB);
+    d["metal_source"] = true;
+    d["openmp"] = bool(SWISK_WITH_OPENMP);
+    d["max_spline_order"] = SWISK_MAX_SPLINE_ORDER;
+    return d;
+  });
+  m.def("cuda_device_count", [] { return cuda_device_count(); });
+  m.def("has_kernel", [](const std::string& op, const std::string& backend) {
+    return registry().has(op, backend_from_name(backend));
+  });
+  m.def("ops", [] { return registry().ops(); });
+
+  m.def("bspline_basis_shape", [](nb::handle x, nb::handle grid, int order, const std::string& backend) {
+    return bspline_basis_shape(view(x), view(grid), order, backend_from_name(backend));
+  });
+  m.def("bspline_basis", [](nb::handle x, nb::handle grid, nb::handle out, int order, const std::string& backend,
+                            uintptr_t stream) {
+    BsplineBasisArgs a{view(x), view(grid), view(out), order, {}};
+    return run(a, backend, stream, [](const BsplineBasisArgs& a) { bspline_basis(a); });
+  });
+  m.def("bspline_basis_backward", [](nb::handle x, nb::handle grid, nb::handle grad_out, nb::handle grad_x, int order,
+                                     const std::string& backend, uintptr_t stream) {
+    BsplineBasisBackwardArgs a{view(x), view(grid), view(grad_out), view(grad_x), order, {}};
+    return run(a, backend, stream, [](const BsplineBasisBackwardArgs& a) { bspline_basis_backward(a); });
+  });
+}

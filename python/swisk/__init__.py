@@ -1,0 +1,30 @@
+"""swisk: spline, wavelet and sketch kernels for PyTorch on CUDA, Metal and CPU."""
+from __future__ import annotations
+
+import torch  # noqa: F401  (the ops register with torch.library on import)
+
+from . import _C
+from ._backend import cuda_usable, mps_usable
+from . import _ops  # noqa: F401
+from . import ops, reference, nn, testing  # noqa: F401
+
+__version__ = _C.build_info()["version"]
+
+
+def build_info() -> dict:
+    """How this copy of swisk was built: version, CUDA (and archs), Metal, OpenMP."""
+    return dict(_C.build_info())
+
+
+def backends() -> dict:
+    """Backends compiled into this build AND usable on this machine now."""
+    return {"cpu": True, "cuda": cuda_usable(), "mps": mps_usable()}
+
+
+def default_device() -> torch.device:
+    """The best device swisk can run on here: cuda > mps > cpu."""
+    b = backends()
+    return torch.device("cuda" if b["cuda"] else "mps" if b["mps"] else "cpu")
+
+
+__all__ = ["build_info", "backends", "default_device", "ops", "nn", "reference", "testing"]

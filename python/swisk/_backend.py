@@ -1,0 +1,95 @@
+"""Bridge between torch tensors and the torch-free core: views, backend choice, streams, Metal plans."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from importlib import resources
+
+import torch
+
+from . import _C
+
+_DTYPES = {
+    torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3,
+    torch.int32: 4, torch.int64: 5, torch.uint8: 6, torch.bool: 7,
+}
+_DEVICES = {"cpu": 0, "cuda": 1, "mps": 2}
+_state = threading.local()
+
+
+def view(op: str, arg: str, t: torch.Tensor, data: bool = True) -> tuple:
+    """The core's view of a tensor: (data_ptr, dtype, shape, strides, device, index)."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"[{op}] {arg}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in _DTYPES:
+        raise TypeError(f"[{op}] {arg}: unsupported dtype {t.dtype}")
+    if t.device.type not in _DEVICES:
+        raise ValueError(f"[{op}] {arg}: unsupported device {t.device}")
+    ptr = t.data_ptr() if data else 0
+    return (ptr, _DTYPES[t.dtype], tuple(t.shape), tuple(t.stride()), _DEVICES[t.device.type], t.device.index or 0)
+
+
+def cpu_backend() -> str:
+    """Which backend runs ops on CPU tensors: 'cpu', or an emulator ('cuda-emu', 'metal-emu') in tests."""
+    return getattr(_state, "cpu_backend", "cpu")
+
+
+@contextlib.contextmanager
+def use_cpu_backend(name: str):
+    """Route ops on CPU tensors to another host backend (the emulators run the GPU kernels' code)."""
+    if name not in ("cpu", "cuda-emu", "metal-emu"):
+        raise ValueError(f"[swisk] backend: expected 'cpu', 'cuda-emu' or 'metal-emu', got {name!r}")
+    old = cpu_backend()
+    _state.cpu_backend = name
+    try:
+        yield
+    finally:
+        _state.cpu_backend = old
+
+
+def backend_for(t: torch.Tensor) -> str:
+    kind = t.device.type
+    return cpu_backend() if kind == "cpu" else kind
+
+
+def stream_for(t: torch.Tensor) -> int:
+    if t.device.type == "cuda":
+        return torch.cuda.current_stream(t.device).cuda_stream
+    return 0
+
+
+def call(fn, tensors: list, *scalars) -> None:
+    """Runs a core op on the tensors' device; a Metal plan coming back is run on torch's MPS stream."""
+    first = tensors[0]
+    backend = backend_for(first)
+    views = [view(fn.__name__, f"arg{i}", t) for i, t in enumerate(tensors)]
+    plan = fn(*views, *scalars, backend, stream_for(first))
+    if plan is not None:
+        run_metal_plan(plan, tensors)
+
+
+# ---- Metal -----------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def metal_library():
+    """The kernels compiled by torch.mps from the emitted MSL source shipped in the package."""
+    source = resources.files("swisk").joinpath("swisk_kernels.metal").read_text()
+    return torch.mps.compile_shader(source)
+
+
+def run_metal_plan(plan: dict, tensors: list) -> None:
+    kernel = getattr(metal_library(), plan["kernel"])
+    params = torch.frombuffer(bytearray(plan["params"]), dtype=torch.uint8).to("mps")
+    args = [tensors[i] for i in plan["buffers"]] + [params]
+    tg = list(plan["threadgroup"])
+    threads = [g * t for g, t in zip(plan["grid"], tg)]
+    kernel(*args, threads=threads, group_size=tg)
+
+
+# ---- what is usable here -----------------------------------------------------------------------
+def cuda_usable() -> bool:
+    return bool(_C.build_info()["cuda_compiled"]) and torch.cuda.is_available() and _C.cuda_device_count() > 0
+
+
+def mps_usable() -> bool:
+    return torch.backends.mps.is_available() and hasattr(torch.mps, "compile_shader")

@@ -1,0 +1,2 @@
+"""Drop-in layers built on the swisk ops."""
+__all__: list = []
