@@ -1,17 +1,9 @@
-// swisk._C: the torch-free bridge. Tensors arrive as view tuples
-// (data_ptr, dtype code, shape, strides, device code, device index); outputs are allocated by Python.
-#include <nanobind/nanobind.h>
-#include <nanobind/stl/string.h>
-#include <nanobind/stl/vector.h>
+// swisk._C: the torch-free bridge. Tensors arrive as view tuples; outputs are allocated by Python.
+#include "bridge.h"
 
-#include <optional>
+#include "swisk/kernels/bspline.h"
 
-#include "swisk/ops/bspline.h"
-
-namespace nb = nanobind;
-using namespace swisk;
-
-namespace {
+namespace swisk::bind {
 
 TensorView view(nb::handle h) {
   nb::tuple t = nb::borrow<nb::tuple>(h);
@@ -33,6 +25,8 @@ TensorView view(nb::handle h) {
   return v;
 }
 
+TensorView view_or_none(nb::handle h) { return h.is_none() ? TensorView{} : view(h); }
+
 nb::object plan_dict(const MetalPlan& p) {
   nb::dict d;
   d["kernel"] = p.kernel;
@@ -51,21 +45,11 @@ Launch make_launch(const std::string& backend, uintptr_t stream, MetalPlan* plan
   return l;
 }
 
-// Runs an op frontend with the GIL released; returns the Metal plan for the mps backend, else None.
-template <class Args, class F>
-nb::object run(Args& a, const std::string& backend, uintptr_t stream, F&& frontend) {
-  MetalPlan plan;
-  a.launch = make_launch(backend, stream, &plan);
-  {
-    nb::gil_scoped_release release;
-    frontend(a);
-  }
-  return a.launch.backend == Backend::metal ? plan_dict(plan) : nb::none();
-}
-
-}  // namespace
+}  // namespace swisk::bind
 
 NB_MODULE(_C, m) {
+  using namespace swisk;
+  namespace nb = nanobind;
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -94,17 +78,5 @@ NB_MODULE(_C, m) {
   });
   m.def("ops", [] { return registry().ops(); });
 
-  m.def("bspline_basis_shape", [](nb::handle x, nb::handle grid, int order, const std::string& backend) {
-    return bspline_basis_shape(view(x), view(grid), order, backend_from_name(backend));
-  });
-  m.def("bspline_basis", [](nb::handle x, nb::handle grid, nb::handle out, int order, const std::string& backend,
-                            uintptr_t stream) {
-    BsplineBasisArgs a{view(x), view(grid), view(out), order, {}};
-    return run(a, backend, stream, [](const BsplineBasisArgs& a) { bspline_basis(a); });
-  });
-  m.def("bspline_basis_backward", [](nb::handle x, nb::handle grid, nb::handle grad_out, nb::handle grad_x, int order,
-                                     const std::string& backend, uintptr_t stream) {
-    BsplineBasisBackwardArgs a{view(x), view(grid), view(grad_out), view(grad_x), order, {}};
-    return run(a, backend, stream, [](const BsplineBasisBackwardArgs& a) { bspline_basis_backward(a); });
-  });
+  bind::bind_spline(m);
 }

@@ -25,26 +25,17 @@ inline uint3 bdim() { return emu::metal_coord(emu::coords().block_dim); }
 inline uint3 gdim() { return emu::metal_coord(emu::coords().grid_dim); }
 #define SWISK_COORDS tid(), bid(), bdim(), gdim()
 
-template <typename T>
-void bspline_basis_thunk(void* const* b, const void* p) {
-  bspline_basis_k<T>((const T*)b[0], (const T*)b[1], (T*)b[2], *(const BsplineParams*)p, SWISK_COORDS);
-}
-template <typename T>
-void bspline_basis_backward_thunk(void* const* b, const void* p) {
-  bspline_basis_backward_k<T>((const T*)b[0], (const T*)b[1], (const T*)b[2], (T*)b[3], *(const BsplineParams*)p,
-                              SWISK_COORDS);
-}
+#define SWISK_EMU_KERNEL(family, thunk) \
+  {"swisk_" #family "_f32", thunk<float>}, {"swisk_" #family "_f16", thunk<half>}, {"swisk_" #family "_bf16", thunk<bfloat>}
+
+#include "emu/metal_bspline.h"
 
 struct KernelEntry {
   const char* name;
   Thunk thunk;
 };
-#define SWISK_EMU_KERNEL(family, thunk)                                                      \
-  {"swisk_" #family "_f32", thunk<float>}, {"swisk_" #family "_f16", thunk<half>}, \
-      {"swisk_" #family "_bf16", thunk<bfloat>}
 const KernelEntry kKernels[] = {
-    SWISK_EMU_KERNEL(bspline_basis, bspline_basis_thunk),
-    SWISK_EMU_KERNEL(bspline_basis_backward, bspline_basis_backward_thunk),
+    SWISK_METAL_BSPLINE_KERNELS,
 };
 
 }  // namespace

@@ -1,22 +1,13 @@
-"""torch.library registrations: every kernel as a custom op (namespace swisk) with a fake kernel
-and autograd. Inputs are made contiguous here; outputs are allocated here, never in C++."""
+"""The B-spline family's custom ops. Inputs are made contiguous here; outputs are allocated here,
+never in C++."""
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
-from . import _C
-from ._backend import backend_for, call, view
-
-_DEVICES = ("cpu", "cuda", "mps")
-
-
-def _concrete(*tensors) -> bool:
-    return all(isinstance(s, int) for t in tensors for s in t.shape)
-
-
-def _prep(*tensors):
-    return [t.detach().contiguous() for t in tensors]
+from .. import _C
+from .._backend import backend_for, call, view
+from .common import DEVICES as _DEVICES, concrete as _concrete, int_arg, prep as _prep, tensor_arg
 
 
 # ---- bspline_basis -------------------------------------------------------------------------------
@@ -68,3 +59,14 @@ def _basis_backward(ctx, grad):
 
 
 bspline_basis.register_autograd(_basis_backward, setup_context=_basis_setup)
+
+
+def basis(x: Tensor, grid: Tensor, spline_order: int = 3) -> Tensor:
+    """B-spline bases of x (..., in) on per-feature knots grid (in, n_knots): (..., in, n_basis) with
+    n_basis = n_knots - 1 - spline_order. Differentiable in x (grid is treated as a constant).
+
+    Zero outside [grid[:, 0], grid[:, -1]) (±inf too); NaN inputs give NaN bases.
+    """
+    op = "bspline_basis"
+    return torch.ops.swisk.bspline_basis(tensor_arg(op, "x", x), tensor_arg(op, "grid", grid),
+                                         int_arg(op, "spline_order", spline_order))

@@ -1,0 +1,2 @@
+"""torch.library registrations of every swisk kernel (namespace swisk), one module per family."""
+from . import spline  # noqa: F401

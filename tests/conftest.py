@@ -1,0 +1,31 @@
+import os
+
+import pytest
+import torch
+
+import swisk
+from swisk import testing
+
+BACKENDS = testing.backend_ids()
+
+# Error bounds per dtype: max |op - reference| over values of order one.
+TOL = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Each backend id present here: cpu, cuda-emu, metal-emu (+ cuda, mps on such machines)."""
+    with testing.backend(request.param):
+        yield request.param
+
+
+@pytest.fixture
+def rng():
+    """A fresh generator per test, seeded from the OS: inputs differ on every run."""
+    seed = int.from_bytes(os.urandom(4), "little")
+    g = torch.Generator().manual_seed(seed)
+    return g
+
+
+def pytest_report_header(config):
+    return f"swisk {swisk.__version__}: backends {BACKENDS}, build {swisk.build_info()}"

@@ -1,0 +1,90 @@
+// The emulator: real threads per block meeting at barriers, shared memory per block, errors.
+#include <vector>
+
+#include "emu/cuda_shim.h"
+#include "harness.h"
+#include "swisk/error.h"
+#include "swisk/kernels/dialect.h"
+
+namespace {
+
+// Tree reduction in shared memory: wrong without working barriers and block-shared arrays.
+__global__ void block_sum(const float* in, float* out, unsigned n) {
+  SWISK_SHARED(float, buf, 128);
+  const unsigned t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  buf[t] = i < n ? in[i] : 0.0f;
+  SWISK_BARRIER();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (t < s) buf[t] += buf[t + s];
+    SWISK_BARRIER();
+  }
+  if (t == 0) out[blockIdx.x] = buf[0];
+}
+
+// Each thread reads what the mirrored thread wrote before the barrier.
+__global__ void mirror(int* out) {
+  SWISK_SHARED(int, buf, 64);
+  const unsigned t = threadIdx.x;
+  buf[t] = int(t * 7 + blockIdx.x);
+  SWISK_BARRIER();
+  out[blockIdx.x * blockDim.x + t] = buf[blockDim.x - 1 - t];
+}
+
+__global__ void divergent() {
+  if (threadIdx.x == 0) return;
+  SWISK_BARRIER();
+}
+
+__global__ void coords2d(unsigned* out) {
+  const unsigned t = threadIdx.y * blockDim.x + threadIdx.x;
+  const unsigned b = blockIdx.y * gridDim.x + blockIdx.x;
+  out[b * blockDim.x * blockDim.y + t] = (blockIdx.x << 24) | (blockIdx.y << 16) | (threadIdx.x << 8) | threadIdx.y;
+}
+
+}  // namespace
+
+TEST(Emulator, SharedMemoryReduction) {
+  const unsigned n = 1000, threads = 128, blocks = (n + threads - 1) / threads;
+  std::vector<float> in(n), out(blocks, -1.0f);
+  for (unsigned i = 0; i < n; ++i) in[i] = float((i * 37) % 11) - 5.0f;
+  SWISK_LAUNCH(block_sum, dim3(blocks), dim3(threads), nullptr, in.data(), out.data(), n);
+  for (unsigned b = 0; b < blocks; ++b) {
+    float want = 0;
+    for (unsigned i = b * threads; i < n && i < (b + 1) * threads; ++i) want += in[i];
+    EXPECT_NEAR(out[b], want, 1e-4);
+  }
+}
+
+TEST(Emulator, BarrierOrdersWritesBeforeReads) {
+  const unsigned threads = 64, blocks = 3;
+  std::vector<int> out(threads * blocks, -1);
+  SWISK_LAUNCH(mirror, dim3(blocks), dim3(threads), nullptr, out.data());
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < threads; ++t) EXPECT_EQ(out[b * threads + t], int((threads - 1 - t) * 7 + b));
+}
+
+TEST(Emulator, TwoDimensionalCoordinates) {
+  const dim3 grid(3, 2), block(4, 2);
+  std::vector<unsigned> out(3 * 2 * 4 * 2, 0xffffffffu);
+  SWISK_LAUNCH(coords2d, grid, block, nullptr, out.data());
+  for (unsigned by = 0; by < 2; ++by)
+    for (unsigned bx = 0; bx < 3; ++bx)
+      for (unsigned ty = 0; ty < 2; ++ty)
+        for (unsigned tx = 0; tx < 4; ++tx)
+          EXPECT_EQ(out[(by * 3 + bx) * 8 + ty * 4 + tx], (bx << 24) | (by << 16) | (tx << 8) | ty);
+}
+
+TEST(Emulator, DivergentBarrierIsAnError) {
+  EXPECT_THROW_MSG(SWISK_LAUNCH(divergent, dim3(2), dim3(32), nullptr), swisk::Error, "barrier divergence");
+}
+
+TEST(Emulator, KernelExceptionsPropagate) {
+  auto thrower = [] {
+    if (threadIdx.x == 3) throw std::runtime_error("boom");
+  };
+  EXPECT_THROW_MSG(::swisk::emu::launch(dim3(1), dim3(8), thrower), swisk::Error, "boom");
+}
+
+TEST(Emulator, RejectsBadGeometry) {
+  EXPECT_THROW_MSG(::swisk::emu::launch(dim3(1), dim3(2048), [] {}), swisk::Error, "threads per block");
+}

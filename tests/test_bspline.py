@@ -1,0 +1,138 @@
+"""swisk.ops.bspline_basis against swisk.reference on every backend."""
+import pytest
+import torch
+
+import swisk
+from swisk import reference, testing
+from conftest import TOL
+
+
+def default_grid(features, grid_size=5, order=3, lo=-1.0, hi=1.0, dtype=torch.float64):
+    h = (hi - lo) / grid_size
+    return (torch.arange(-order, grid_size + order + 1, dtype=dtype) * h + lo).expand(features, -1).contiguous()
+
+
+def random_grid(features, n_knots, rng, dtype=torch.float64):
+    """Strictly increasing, non-uniform knots per feature."""
+    steps = torch.rand(features, n_knots, generator=rng, dtype=torch.float64) + 0.05
+    return (torch.cumsum(steps, -1) - steps.sum(-1, keepdim=True) / 2).to(dtype)
+
+
+def test_known_answer_at_zero(backend):
+    dtype = torch.float32
+    g = default_grid(3, dtype=dtype)
+    y = swisk.ops.bspline_basis(torch.zeros(2, 3, dtype=dtype), g, 3)
+    want = torch.tensor([0, 0, 1 / 48, 23 / 48, 23 / 48, 1 / 48, 0, 0], dtype=dtype)
+    torch.testing.assert_close(y[1, 2], want, atol=1e-7, rtol=0)
+
+
+@pytest.mark.parametrize("order", [0, 1, 3, 5])
+def test_matches_reference(backend, rng, order):
+    dev = testing.device_of(backend)
+    for dtype in testing.dtypes_of(backend):
+        grid = random_grid(6, 9 + 2 * order, rng)
+        span = grid[:, -1] - grid[:, 0]
+        # inside, outside and exactly on knots
+        x = (torch.rand(4, 33, 6, generator=rng, dtype=torch.float64) * 1.4 - 0.7) * span + grid.mean(-1)
+        x[0, :3] = grid[:, 4]
+        x[1, :3] = grid[:, 0]
+        x[2, :3] = grid[:, -1]
+        xt, gt = x.to(dtype), grid.to(dtype)
+        want = reference.bspline_basis(xt.double(), gt.double(), order)
+        got = swisk.ops.bspline_basis(xt.to(dev), gt.to(dev), order).cpu().double()
+        assert got.shape == (4, 33, 6, grid.shape[1] - 1 - order)
+        err = (got - want).abs().max().item()
+        assert err <= TOL[dtype], f"{backend} {dtype} order {order}: max error {err:.3g} (seed {rng.initial_seed()})"
+
+
+def test_non_contiguous_and_batch_shapes(backend, rng):
+    grid = random_grid(5, 12, rng).float()
+    x = torch.randn(5, 7, 3, generator=rng).transpose(0, 2)  # (3, 7, 5), non-contiguous
+    assert not x.is_contiguous()
+    got = swisk.ops.bspline_basis(x, grid, 3)
+    torch.testing.assert_close(got, reference.bspline_basis(x, grid, 3), atol=2e-6, rtol=0)
+    single = swisk.ops.bspline_basis(x[0, 0], grid, 3)  # (in,) -> (in, n_basis)
+    torch.testing.assert_close(single, got[0, 0])
+
+
+def test_special_values(backend):
+    g = default_grid(3, dtype=torch.float32)
+    x = torch.tensor([[float("inf"), float("-inf"), float("nan")]])
+    y = swisk.ops.bspline_basis(x, g, 3)
+    assert torch.equal(y[0, 0], torch.zeros(8)) and torch.equal(y[0, 1], torch.zeros(8))
+    assert torch.isnan(y[0, 2]).all()
+    r = reference.bspline_basis(x, g, 3)
+    assert torch.equal(r[0, :2], y[0, :2]) and torch.isnan(r[0, 2]).all()
+
+
+def test_backward_matches_reference(backend, rng):
+    dtype = torch.float32
+    grid = random_grid(4, 11, rng).to(dtype)
+    x = (torch.randn(17, 4, generator=rng) * 1.5).to(dtype).requires_grad_()
+    go = torch.randn(17, 4, 7, generator=rng).to(dtype)
+    (gx,) = torch.autograd.grad(swisk.ops.bspline_basis(x, grid, 3), x, go)
+    xr = x.detach().double().requires_grad_()
+    (want,) = torch.autograd.grad(reference.bspline_basis(xr, grid.double(), 3), xr, go.double())
+    assert (gx.double() - want).abs().max().item() <= 1e-4 * (1 + want.abs().max().item())
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_gradcheck_fp64(rng, order):
+    grid = random_grid(3, 10, rng)
+    x = (torch.rand(6, 3, generator=rng, dtype=torch.float64) - 0.5) * (grid[:, -1] - grid[:, 0]) * 0.9
+    x.requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: swisk.ops.bspline_basis(t, grid, order), (x,))
+
+
+def test_opcheck(rng):
+    grid = random_grid(4, 12, rng).float()
+    x = torch.randn(5, 4, generator=rng, requires_grad=True)
+    torch.library.opcheck(torch.ops.swisk.bspline_basis.default, (x, grid, 3))
+    go = torch.randn(5, 4, 8, generator=rng)
+    torch.library.opcheck(torch.ops.swisk.bspline_basis_backward.default, (x.detach(), grid, go, 3))
+
+
+def test_compile_fullgraph(rng):
+    grid = random_grid(4, 12, rng).float()
+
+    @torch.compile(fullgraph=True)
+    def f(x):
+        return swisk.ops.bspline_basis(torch.tanh(x), grid, 3).sum(-1) * 2
+
+    x = torch.randn(8, 4, generator=rng)
+    torch.testing.assert_close(f(x), reference.bspline_basis(torch.tanh(x), grid, 3).sum(-1) * 2)
+
+
+def bad(exc, match, *args):
+    with pytest.raises(exc, match=match):
+        swisk.ops.bspline_basis(*args)
+
+
+def test_bad_inputs():
+    g = default_grid(4, dtype=torch.float32)
+    x = torch.randn(3, 4)
+    bad(ValueError, r"\[bspline_basis\] grid: must be \(in, n_knots\)", x, g[0], 3)
+    bad(ValueError, r"\[bspline_basis\] grid: must be \(in, n_knots\) with in = x.shape\[-1\] = 4", x, g[:3], 3)
+    bad(ValueError, r"\[bspline_basis\] x: must be \(\.\.\., in\)", torch.tensor(1.0), g, 3)
+    bad(ValueError, r"\[bspline_basis\] spline_order: must be >= 0", x, g, -1)
+    bad(ValueError, r"\[bspline_basis\] spline_order: at most 7 is supported, got 11", x, g, 11)
+    bad(ValueError, r"\[bspline_basis\] spline_order: 3 needs at least 5 knots", x, g[:, :4].contiguous(), 3)
+    bad(TypeError, r"\[bspline_basis\] x: expected a floating-point tensor, got int64", x.long(), g, 3)
+    bad(TypeError, r"\[bspline_basis\] grid: dtype float64 differs from x's float32", x, g.double(), 3)
+    bad(TypeError, r"\[bspline_basis\] spline_order: expected an int", x, g, 3.0)
+    bad(TypeError, r"\[bspline_basis\] x: expected a torch.Tensor", [[0.0] * 4], g, 3)
+    flat = g.clone()
+    flat[2, 5] = flat[2, 4]
+    bad(ValueError, r"knots must be strictly increasing; row 2 is not at index 5", x, flat, 3)
+    nan = g.clone()
+    nan[1, 0] = float("nan")
+    bad(ValueError, r"row 1 has a non-finite knot at 0", x, nan, 3)
+    for b in ("cuda-emu", "metal-emu"):
+        with testing.backend(b):
+            bad(TypeError, r"float64 is not supported", x.double(), g.double(), 3)
+
+
+@pytest.mark.skipif(not swisk.backends()["cuda"], reason="needs a CUDA device")
+def test_mixed_devices():
+    g = default_grid(4, dtype=torch.float32)
+    bad(ValueError, r"\[bspline_basis\] grid: is on cpu:0 but x is on cuda:0", torch.randn(3, 4, device="cuda"), g, 3)
