@@ -1,0 +1,24 @@
+"""What a benchmark row is: an op on fresh random inputs, against its swisk.reference formulation."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import torch
+
+
+@dataclass
+class Case:
+    op: str                                   # the op's name, for --op
+    label: str                                # sizes and settings, e.g. "b1024 256->256 G=5"
+    setup: Callable[[torch.device, torch.dtype, torch.Generator], dict]  # fresh random inputs
+    run: Callable[[dict], torch.Tensor]       # the swisk op
+    reference: Callable[[dict], torch.Tensor]  # the pure-torch formulation
+    grads: tuple = ()                         # names of inputs that need gradients (forward+backward rows)
+    flops: Optional[float] = None             # dense-equivalent forward FLOPs (achieved TFLOP/s)
+    bytes: Optional[float] = None             # minimal forward bytes moved (achieved GB/s)
+    devices: tuple = ("cpu", "cuda", "mps")
+    dtypes: dict = field(default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32, torch.bfloat16),
+                                                  "mps": (torch.float32, torch.float16)})
+    quick: bool = True                        # part of --quick
+    goal: str = ""                            # the issue's goal for this row, quoted in the table
