@@ -1,6 +1,7 @@
 // swisk._C: the torch-free bridge. Tensors arrive as view tuples; outputs are allocated by Python.
 #include "bridge.h"
 
+#include "metal/plan.h"
 #include "swisk/kernels/bspline.h"
 
 namespace swisk::bind {
@@ -64,6 +65,7 @@ NB_MODULE(_C, m) {
   m.def("build_info", [] {
     nb::dict d;
     d["version"] = SWISK_VERSION;
+    d["commit"] = SWISK_GIT_COMMIT;
     d["cuda_compiled"] = cuda_compiled();
     d["cuda_archs"] = cuda_archs();
     d["metal_compiled"] = bool(SWISK_WITH_METALLIB);
@@ -77,6 +79,20 @@ NB_MODULE(_C, m) {
     return registry().has(op, backend_from_name(backend));
   });
   m.def("ops", [] { return registry().ops(); });
+  // Runs a Metal plan on the emulator with the buffers Python would bind (tests the MPS glue).
+  m.def("metal_emu_run", [](const std::string& kernel, std::vector<uint32_t> grid, std::vector<uint32_t> tg,
+                            nb::bytes params, nb::list buffers) {
+    MetalPlan plan;
+    plan.kernel = kernel;
+    for (int d = 0; d < 3; ++d) {
+      plan.grid[d] = d < int(grid.size()) ? grid[d] : 1;
+      plan.threadgroup[d] = d < int(tg.size()) ? tg[d] : 1;
+    }
+    plan.params.assign(params.c_str(), params.c_str() + params.size());
+    for (nb::handle b : buffers) plan.pointers.push_back(bind::view(b).data);
+    nb::gil_scoped_release release;
+    metal::run_emulated(plan);
+  });
 
   bind::bind_spline(m);
 }

@@ -1,7 +1,10 @@
 """python -m swisk bench: every op against its swisk.reference formulation (time, peak memory)."""
 from __future__ import annotations
 
+import argparse
 import importlib
+
+import torch
 
 # One module per op family, each with a CASES list (see cases.Case).
 FAMILIES = ["spline"]
@@ -12,3 +15,80 @@ def all_cases() -> list:
     for fam in FAMILIES:
         out.extend(importlib.import_module(f"{__name__}.{fam}").CASES)
     return out
+
+
+def _fmt_ms(v):
+    return "-" if v is None else f"{v:9.3f}"
+
+
+def _fmt_mb(v):
+    return "-" if v is None else f"{v / 2**20:8.1f}"
+
+
+def _fmt_x(v):
+    return "-" if v is None else f"{v:6.2f}x"
+
+
+def table(rows: list) -> str:
+    head = (f"{'op':<16} {'case':<26} {'dtype':<8} {'fwd ms':>9} {'ref':>9} {'speedup':>8} "
+            f"{'f+b ms':>9} {'ref':>9} {'speedup':>8} {'peak MB':>8} {'ref MB':>8} {'mem':>7}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{r['op']:<16} {r['case']:<26} {r['dtype']:<8} {_fmt_ms(r.get('swisk_fwd_ms'))} "
+            f"{_fmt_ms(r.get('reference_fwd_ms'))} {_fmt_x(r.get('fwd_speedup')):>8} "
+            f"{_fmt_ms(r.get('swisk_fwdbwd_ms'))} {_fmt_ms(r.get('reference_fwdbwd_ms'))} "
+            f"{_fmt_x(r.get('fwdbwd_speedup')):>8} {_fmt_mb(r.get('swisk_fwdbwd_peak_bytes'))} "
+            f"{_fmt_mb(r.get('reference_fwdbwd_peak_bytes'))} {_fmt_x(r.get('fwdbwd_memory_ratio')):>7}")
+        extra = [f"{k}={r[k]:.2f}" for k in ("swisk_fwd_tflops", "swisk_fwd_gbps") if r.get(k)]
+        extra += [f"{k}={r[k]}" for k in ("swisk_error", "reference_error") if r.get(k)]
+        if r.get("goal"):
+            extra.append(f"goal: {r['goal']}")
+        if extra:
+            lines.append(" " * 4 + "  ".join(extra))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from .. import default_device
+    from . import runner
+
+    p = argparse.ArgumentParser(prog="python -m swisk bench", description=__doc__)
+    p.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
+    p.add_argument("--op", action="append", help="only this op (repeatable)")
+    p.add_argument("--quick", action="store_true", help="small cases and few repetitions")
+    p.add_argument("--reps", type=int, default=None, help="timed repetitions per measurement")
+    p.add_argument("--json", metavar="FILE", help="write the results (with device, versions, commit) as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+
+    device = torch.device(args.device) if args.device else default_device()
+    reps = args.reps or (3 if args.quick else 10)
+    cases = [c for c in all_cases() if device.type in c.devices and (not args.op or c.op in args.op)
+             and (c.quick or not args.quick)]
+    if not cases:
+        p.error(f"no benchmark case for op {args.op} on {device.type}")
+    tasks = [(c, dt) for c in cases for dt in c.dtypes.get(device.type, (torch.float32,))]
+
+    env = runner.environment(device)
+    print(f"swisk {env['swisk']} bench on {env['device_name']} ({device}, {env['threads']} threads), "
+          f"torch {env['torch']}")
+    try:
+        from tqdm import tqdm
+        bar = tqdm(tasks, disable=args.no_progress, unit="case")
+    except ImportError:
+        bar = tasks
+    rows = []
+    for case, dt in bar:
+        if hasattr(bar, "set_description"):
+            bar.set_description(f"{case.op} {case.label} {str(dt)[6:]}")
+        rows.append(runner.measure(case, device, dt, reps))
+    ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps)
+    print()
+    print(table(rows))
+    print(f"device ceilings: matmul TFLOP/s {({k: round(v, 2) for k, v in ceilings['matmul_tflops'].items()})}, "
+          f"copy {ceilings['copy_gbps']:.1f} GB/s")
+    if args.json:
+        runner.to_json(args.json, env, ceilings, rows)
+        print(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,202 @@
+"""Times every benchmark case against its reference formulation: medians, peak memory, ratios."""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+from .. import _C
+from .cases import Case
+
+# ---- memory -------------------------------------------------------------------------------------
+
+
+def _linux() -> bool:
+    return sys.platform.startswith("linux") and os.path.exists("/proc/self/clear_refs")
+
+
+def _return_freed_memory() -> None:
+    """Make glibc hand freed blocks back to the OS, so RSS peaks measure live memory."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD: large blocks are mmap'd and unmapped on free
+        libc.mallopt(-1, 128 * 1024)  # M_TRIM_THRESHOLD
+        libc.malloc_trim(0)
+    except OSError:
+        pass
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+class PeakMemory:
+    """Peak bytes allocated above the starting point while the block runs (None where unknown)."""
+
+    def __init__(self, device: torch.device):
+        self.device, self.peak = device, None
+
+    def __enter__(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.base = torch.cuda.memory_allocated(self.device)
+        elif self.device.type == "cpu" and _linux():
+            _return_freed_memory()
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")  # resets VmHWM (the peak resident set) to the current RSS
+            self.base = _status_kb("VmRSS") * 1024
+        return self
+
+    def __exit__(self, *exc):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            self.peak = torch.cuda.max_memory_allocated(self.device) - self.base
+        elif self.device.type == "cpu" and _linux():
+            self.peak = max(0, _status_kb("VmHWM") * 1024 - self.base)
+
+
+# ---- time ---------------------------------------------------------------------------------------
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def median_ms(fn, device: torch.device, reps: int, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    times = []
+    for _ in range(reps):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            _sync(device)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+# ---- one case -----------------------------------------------------------------------------------
+
+
+def _fwd_bwd(fn, inputs: dict, grads: tuple, grad_out: dict):
+    def step():
+        for k in grads:
+            inputs[k].grad = None
+        y = fn(inputs)
+        if "g" not in grad_out:
+            grad_out["g"] = torch.randn_like(y)
+        y.backward(grad_out["g"])
+    return step
+
+
+def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, seed: int = 0) -> dict:
+    gen = torch.Generator().manual_seed(seed)
+    inputs = case.setup(device, dtype, gen)
+    row = {"op": case.op, "case": case.label, "dtype": str(dtype).replace("torch.", ""), "goal": case.goal}
+    grad_out: dict = {}
+    for name, fn in (("swisk", case.run), ("reference", case.reference)):
+        def fwd(fn=fn):
+            with torch.no_grad():
+                fn(inputs)
+        try:
+            row[f"{name}_fwd_ms"] = median_ms(fwd, device, reps)
+            with PeakMemory(device) as m:
+                fwd()
+            row[f"{name}_fwd_peak_bytes"] = m.peak
+            if case.grads:
+                step = _fwd_bwd(fn, inputs, case.grads, grad_out)
+                row[f"{name}_fwdbwd_ms"] = median_ms(step, device, reps)
+                with PeakMemory(device) as m:
+                    step()
+                row[f"{name}_fwdbwd_peak_bytes"] = m.peak
+        except torch.OutOfMemoryError:
+            row[f"{name}_error"] = "out of memory"
+            torch.cuda.empty_cache()
+    for phase in ("fwd", "fwdbwd"):
+        s, r = row.get(f"swisk_{phase}_ms"), row.get(f"reference_{phase}_ms")
+        if s and r:
+            row[f"{phase}_speedup"] = r / s
+        sm, rm = row.get(f"swisk_{phase}_peak_bytes"), row.get(f"reference_{phase}_peak_bytes")
+        if sm is not None and rm:
+            row[f"{phase}_memory_ratio"] = sm / rm
+    if case.flops and row.get("swisk_fwd_ms"):
+        row["swisk_fwd_tflops"] = case.flops / row["swisk_fwd_ms"] / 1e9
+    if case.bytes and row.get("swisk_fwd_ms"):
+        row["swisk_fwd_gbps"] = case.bytes / row["swisk_fwd_ms"] / 1e6
+    return row
+
+
+# ---- the device's own ceilings ---------------------------------------------------------------------
+
+
+def device_ceilings(device: torch.device, dtypes, reps: int) -> dict:
+    """A large matrix product per dtype (TFLOP/s) and a device-to-device copy (GB/s, read + write)."""
+    n = 4096 if device.type != "cpu" else 1024
+    out = {"matmul_tflops": {}}
+    for dt in dtypes:
+        a = torch.randn(n, n, device=device).to(dt)
+        b = torch.randn(n, n, device=device).to(dt)
+        ms = median_ms(lambda: torch.mm(a, b), device, reps)
+        out["matmul_tflops"][str(dt).replace("torch.", "")] = 2 * n**3 / ms / 1e9
+    src = torch.randn(64 * 2**20 // 4 if device.type == "cpu" else 256 * 2**20, device=device)
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src), device, reps)
+    out["copy_gbps"] = 2 * src.numel() * 4 / ms / 1e6
+    return out
+
+
+def environment(device: torch.device) -> dict:
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+    elif device.type == "mps":
+        name = "Apple MPS (" + platform.machine() + ")"
+    else:
+        name = platform.processor() or platform.machine()
+        try:
+            with open("/proc/cpuinfo") as f:
+                name = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+        except (OSError, StopIteration):
+            pass
+    info = _C.build_info()
+    commit = info.get("commit") or ""
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            commit = ""
+    return {
+        "device": str(device), "device_name": name, "threads": torch.get_num_threads(),
+        "torch": torch.__version__, "python": platform.python_version(), "swisk": info["version"],
+        "build": dict(info), "commit": commit, "platform": platform.platform(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def to_json(path: str, env: dict, ceilings: dict, rows: list) -> None:
+    with open(path, "w") as f:
+        json.dump({"environment": env, "ceilings": ceilings, "rows": rows}, f, indent=2)
