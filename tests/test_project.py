@@ -88,3 +88,34 @@ def test_metal_plan_glue_runs_on_the_emulator(monkeypatch, rng):
     assert plan["kernel"] == "swisk_bspline_basis_f32" and plan["buffers"] == [0, 1, 2]
     _backend.run_metal_plan(plan, [x, grid, out])
     torch.testing.assert_close(out, swisk.reference.bspline_basis(x, grid, 3), atol=1e-6, rtol=0)
+
+
+def _clang():
+    import shutil
+
+    for name in ["clang++"] + [f"clang++-{v}" for v in range(20, 13, -1)]:
+        if shutil.which(name):
+            return name
+    return None
+
+
+def _syntax_check(source: str, tmp_path):
+    path = tmp_path / "kernels.metal"
+    path.write_text(source)
+    cmd = [_clang(), "-std=c++20", "-fsyntax-only", "-Wno-unknown-attributes", "-DSWISK_METAL_ADDRESS_SPACES",
+           f"-I{ROOT / 'cpp' / 'include'}", f"-I{ROOT / 'cpp' / 'src'}", "-include", "emu/metal_shim.h", "-x", "c++",
+           str(path)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(_clang() is None, reason="needs clang++ (apt-get install clang)")
+def test_msl_address_spaces(tmp_path):
+    """The emitted MSL compiled by clang with Metal's address spaces: a pointer that loses its
+    device/threadgroup/constant qualifier fails here as it would with the Metal compiler."""
+    src = resources.files("swisk").joinpath("swisk_kernels.metal").read_text()
+    ok = _syntax_check(src, tmp_path)
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    broken = src.replace("SWISK_GLOBAL T* out) {", "T* out) {", 1)
+    assert broken != src
+    bad = _syntax_check(broken, tmp_path)
+    assert bad.returncode != 0 and "no matching function" in bad.stderr

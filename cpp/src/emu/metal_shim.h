@@ -9,15 +9,28 @@
 
 #define SWISK_METAL_EMU 1
 #define kernel
+#define thread
+#if defined(SWISK_METAL_ADDRESS_SPACES)
+// clang only (a syntax check, not run): Metal's address spaces, so a pointer that lacks or changes
+// its device/threadgroup/constant qualifier fails to compile here as it would with the Metal compiler.
+#define device __attribute__((address_space(1)))
+#define constant const __attribute__((address_space(2)))
+#define threadgroup __attribute__((address_space(3)))
+#else
 #define device
 #define threadgroup
 #define constant const
-#define thread
+#endif
 
 typedef unsigned int uint;
 typedef unsigned long ulong;
+#if defined(SWISK_METAL_ADDRESS_SPACES)
+typedef __fp16 half;  // syntax check only: distinct scalar stand-ins, readable from any address space
+typedef double bfloat;
+#else
 typedef ::swisk::f16 half;
 typedef ::swisk::bf16 bfloat;
+#endif
 struct uint3 {
   uint x = 0, y = 0, z = 0;
 };

@@ -45,7 +45,7 @@ using namespace metal;
 // Shared (threadgroup) arrays are declared in kernel entry points. The emulator runs one block at a
 // time, so a function-local static is exactly one block's shared memory there.
 #if defined(SWISK_EMULATED)
-#define SWISK_SHARED(T, name, n) static T name[n]
+#define SWISK_SHARED(T, name, n) static SWISK_TG T name[n]
 #elif defined(__METAL_VERSION__)
 #define SWISK_SHARED(T, name, n) threadgroup T name[n]
 #elif defined(SWISK_DIALECT_CUDA)
