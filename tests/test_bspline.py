@@ -136,3 +136,23 @@ def test_bad_inputs():
 def test_mixed_devices():
     g = default_grid(4, dtype=torch.float32)
     bad(ValueError, r"\[bspline_basis\] grid: is on cpu:0 but x is on cuda:0", torch.randn(3, 4, device="cuda"), g, 3)
+
+
+def test_autocast_keeps_input_dtype(rng):
+    """Under autocast the basis runs in its input dtype (it is not down-cast, like torch's fp32 ops)."""
+    grid = random_grid(4, 12, rng).float()
+    x = torch.randn(6, 4, generator=rng)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = swisk.ops.bspline_basis(x, grid, 3)
+        yb = swisk.ops.bspline_basis(x.bfloat16(), grid.bfloat16(), 3)
+    assert y.dtype == torch.float32 and yb.dtype == torch.bfloat16
+    torch.testing.assert_close(y, reference.bspline_basis(x, grid, 3), atol=2e-6, rtol=0)
+
+
+def test_empty_inputs(backend):
+    g = default_grid(4, dtype=torch.float32)
+    assert swisk.ops.bspline_basis(torch.empty(0, 4), g, 3).shape == (0, 4, 8)
+    assert swisk.ops.bspline_basis(torch.empty(5, 0), g[:0], 3).shape == (5, 0, 8)
+    x = torch.empty(0, 4, requires_grad=True)
+    swisk.ops.bspline_basis(x, g, 3).sum().backward()
+    assert x.grad.shape == (0, 4)

@@ -44,6 +44,7 @@ int64_t TensorView::numel() const {
 }
 
 bool TensorView::is_contiguous() const {
+  if (numel() == 0) return true;  // as torch: an empty tensor is contiguous whatever its strides
   int64_t expect = 1;
   for (int d = ndim - 1; d >= 0; --d) {
     if (shape[d] != 1 && strides[d] != expect) return false;

@@ -65,7 +65,9 @@ def basis(x: Tensor, grid: Tensor, spline_order: int = 3) -> Tensor:
     """B-spline bases of x (..., in) on per-feature knots grid (in, n_knots): (..., in, n_basis) with
     n_basis = n_knots - 1 - spline_order. Differentiable in x (grid is treated as a constant).
 
-    Zero outside [grid[:, 0], grid[:, -1]) (±inf too); NaN inputs give NaN bases.
+    Zero outside [grid[:, 0], grid[:, -1]) (±inf too); NaN inputs give NaN bases. Knots must be
+    finite and strictly increasing (checked for CPU tensors; GPU kernels write NaN for a bad row).
+    Under autocast it runs in its input dtype.
     """
     op = "bspline_basis"
     return torch.ops.swisk.bspline_basis(tensor_arg(op, "x", x), tensor_arg(op, "grid", grid),
