@@ -19,7 +19,7 @@ constexpr unsigned kThreads = 256;
 
 static void basis(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  const dim3 grid(blocks_for(1ull * p.rows * p.in, kThreads)), block(kThreads);
+  const dim3 grid(grid_stride_blocks(1ull * p.rows * p.in, kThreads)), block(kThreads);
   dispatch_float<false>(a.x.dtype, "bspline_basis", [&](auto tag) {
     using T = decltype(tag);
     SWISK_LAUNCH(bspline_basis_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(), a.grid.ptr<const T>(),
@@ -29,7 +29,7 @@ static void basis(const BsplineBasisArgs& a) {
 
 static void basis_backward(const BsplineBasisBackwardArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  const dim3 grid(blocks_for(1ull * p.rows * p.in, kThreads)), block(kThreads);
+  const dim3 grid(grid_stride_blocks(1ull * p.rows * p.in, kThreads)), block(kThreads);
   dispatch_float<false>(a.x.dtype, "bspline_basis_backward", [&](auto tag) {
     using T = decltype(tag);
     SWISK_LAUNCH(bspline_basis_backward_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(),
@@ -38,9 +38,9 @@ static void basis_backward(const BsplineBasisBackwardArgs& a) {
 }
 
 void register_bspline(Registry& r, Backend b) {
-  r.add<BsplineBasisArgs>("bspline_basis", b, &basis, &supports_gpu_float<BsplineBasisArgs>);
+  r.add<BsplineBasisArgs>("bspline_basis", b, &basis, &gpu_float_only<BsplineBasisArgs>);
   r.add<BsplineBasisBackwardArgs>("bspline_basis_backward", b, &basis_backward,
-                                  &supports_gpu_float<BsplineBasisBackwardArgs>);
+                                  &gpu_float_only<BsplineBasisBackwardArgs>);
 }
 
 }  // namespace swisk::SWISK_CUDA_NS

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "swisk/kernels/dialect.h"
+#include "gpu_launch.h"
 #include "swisk/registry.h"
 
 #if !defined(SWISK_CUDA_EMU)
@@ -27,16 +28,7 @@ __device__ __forceinline__ SkIdx cuda_idx() {
   return SkIdx{threadIdx.x, threadIdx.y, blockIdx.x, blockIdx.y, blockDim.x, blockDim.y, gridDim.x, gridDim.y};
 }
 
-// Blocks for a grid-stride loop over n items (capped: the loops cover the rest).
-inline unsigned blocks_for(unsigned long long n, unsigned threads, unsigned cap = 4096) {
-  unsigned long long b = (n + threads - 1) / threads;
-  return unsigned(b == 0 ? 1 : (b > cap ? cap : b));
-}
-
-// The CUDA kernels take fp32, fp16 and bf16 (no double on the GPU).
-template <class Args>
-const char* supports_gpu_float(const Args& a) {
-  return a.x.dtype == DType::f64 ? "float64 is not supported (use float32, float16 or bfloat16)" : nullptr;
-}
+using ::swisk::gpu_float_only;
+using ::swisk::grid_stride_blocks;
 
 }  // namespace swisk::SWISK_CUDA_NS

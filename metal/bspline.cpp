@@ -8,20 +8,21 @@ constexpr uint32_t kThreads = 256;
 
 static void basis(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  submit(a.launch, make_plan("bspline_basis", a.x.dtype, p, groups_for(1ull * p.rows * p.in, kThreads), kThreads,
-                             {&a.x, &a.grid, &a.out}));
+  const uint32_t groups = grid_stride_blocks(1ull * p.rows * p.in, kThreads);
+  submit(a.launch, make_plan("bspline_basis", a.x.dtype, p, groups, kThreads, {&a.x, &a.grid, &a.out}));
 }
 
 static void basis_backward(const BsplineBasisBackwardArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  submit(a.launch, make_plan("bspline_basis_backward", a.x.dtype, p, groups_for(1ull * p.rows * p.in, kThreads),
-                             kThreads, {&a.x, &a.grid, &a.grad_out, &a.grad_x}));
+  const uint32_t groups = grid_stride_blocks(1ull * p.rows * p.in, kThreads);
+  submit(a.launch, make_plan("bspline_basis_backward", a.x.dtype, p, groups, kThreads,
+                             {&a.x, &a.grid, &a.grad_out, &a.grad_x}));
 }
 
 void register_bspline(Registry& r, Backend b) {
-  r.add<BsplineBasisArgs>("bspline_basis", b, &basis, &supports_metal_float<BsplineBasisArgs>);
+  r.add<BsplineBasisArgs>("bspline_basis", b, &basis, &gpu_float_only<BsplineBasisArgs>);
   r.add<BsplineBasisBackwardArgs>("bspline_basis_backward", b, &basis_backward,
-                                  &supports_metal_float<BsplineBasisBackwardArgs>);
+                                  &gpu_float_only<BsplineBasisBackwardArgs>);
 }
 
 }  // namespace swisk::metal

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "gpu_launch.h"
 #include "swisk/registry.h"
 
 namespace swisk::metal {
@@ -35,15 +36,7 @@ void submit(const Launch& launch, MetalPlan&& plan);
 // The same entry points compiled as C++ (cpp/src/emu/metal_emu.cpp).
 void run_emulated(const MetalPlan& plan);
 
-// Threadgroups for a grid-stride loop over n items.
-inline uint32_t groups_for(unsigned long long n, uint32_t threads, uint32_t cap = 4096) {
-  unsigned long long g = (n + threads - 1) / threads;
-  return uint32_t(g == 0 ? 1 : (g > cap ? cap : g));
-}
-
-template <class Args>
-const char* supports_metal_float(const Args& a) {
-  return a.x.dtype == DType::f64 ? "float64 is not supported by Metal (use float32, float16 or bfloat16)" : nullptr;
-}
+using ::swisk::gpu_float_only;
+using ::swisk::grid_stride_blocks;
 
 }  // namespace swisk::metal
