@@ -74,14 +74,20 @@ Local<K, A> local(const Ctx<T, A>& c, A xv, int64_t i, bool deriv) {
   return l;
 }
 
-// acc[o] += sum_q c[q] * w[q][o]
+// acc[o] += sum_q c[q] * w[q][o] (local copies of the pointers and coefficients: no aliasing with acc).
 template <int K, typename A>
-SWISK_HOT void axpy_rows(A* __restrict acc, const A* const* w, const A* c, int64_t n) {
-  const A* __restrict w0 = w[0];
+SWISK_HOT void axpy_rows(A* __restrict acc, const A* const* w_in, const A* c_in, int64_t n) {
+  const A* w[K + 2];
+  A c[K + 2];
+  for (int q = 0; q < K + 2; ++q) {
+    w[q] = w_in[q];
+    c[q] = c_in[q];
+  }
+#pragma omp simd
   for (int64_t o = 0; o < n; ++o) {
-    A s = acc[o] + c[0] * w0[o];
+    A s = acc[o];
 #pragma GCC unroll 9
-    for (int q = 1; q < K + 2; ++q) s += c[q] * w[q][o];
+    for (int q = 0; q < K + 2; ++q) s += c[q] * w[q][o];
     acc[o] = s;
   }
 }
@@ -109,7 +115,17 @@ void forward_rows(const Ctx<T, A>& c, T* y, int64_t n_lo, int64_t n_hi) {
 
 // One (row, feature) of the backward: returns sum_o gy[o] sum_q d[q] w[q][o]; gw[q][o] += c[q] gy[o].
 template <int K, typename T, typename A>
-SWISK_HOT A backward_one(const A* const* w, A* const* gw, const A* c, const A* d, const T* gy, int64_t n) {
+SWISK_HOT A backward_one(const A* const* w_in, A* const* gw_in, const A* c_in, const A* d_in, const T* gy,
+                         int64_t n) {
+  const A* w[K + 2];
+  A* gw[K + 2];
+  A c[K + 2], d[K + 2];
+  for (int q = 0; q < K + 2; ++q) {
+    w[q] = w_in[q];
+    gw[q] = gw_in[q];
+    c[q] = c_in[q];
+    d[q] = d_in[q];
+  }
   A dx = A(0);
 #pragma omp simd reduction(+ : dx)
   for (int64_t o = 0; o < n; ++o) {

@@ -128,15 +128,13 @@ def kan_linear_backward_op(x: Tensor, grid: Tensor, base_weight: Optional[Tensor
     metal = backend_for(x) in ("mps", "metal-emu")  # Metal runs one kernel per call: stage by stage
     for stage in ((0, 1, 2) if metal else (-1,)):
         _kan_call(_C.kan_linear_backward, tensors, spline_order, stage)
-    empty = x.new_empty(0)
-    return gx, empty if gbw is None else gbw, gsw, empty if gsc is None else gsc
+    return gx, x.new_empty(0) if gbw is None else gbw, gsw, x.new_empty(0) if gsc is None else gsc
 
 
 @kan_linear_backward_op.register_fake
 def _(x, grid, base_weight, spline_weight, spline_scaler, grad_out, spline_order):
-    empty = x.new_empty(0)
-    return (torch.empty_like(x), empty if base_weight is None else torch.empty_like(base_weight),
-            torch.empty_like(spline_weight), empty if spline_scaler is None else torch.empty_like(spline_scaler))
+    return (torch.empty_like(x), x.new_empty(0) if base_weight is None else torch.empty_like(base_weight),
+            torch.empty_like(spline_weight), x.new_empty(0) if spline_scaler is None else torch.empty_like(spline_scaler))
 
 
 def _kan_setup(ctx, inputs, output):
