@@ -99,8 +99,8 @@ static void check_inputs(const char* op, const TensorView& x, const TensorView& 
 static void check_output(const char* op, const char* arg, const TensorView& t, const TensorView& x,
                          const std::vector<int64_t>& shape) {
   check_operand(op, arg, t, x);
-  check_contiguous(op, arg, t);
   check_shape(op, arg, t, shape);
+  check_contiguous(op, arg, t);
 }
 
 static std::vector<int64_t> shape_of(const TensorView& t) { return std::vector<int64_t>(t.shape, t.shape + t.ndim); }
