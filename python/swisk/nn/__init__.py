@@ -1,2 +1,4 @@
 """Drop-in layers built on the swisk ops."""
-__all__: list = []
+from .kan import KAN, KANLinear
+
+__all__: list = ["KAN", "KANLinear"]

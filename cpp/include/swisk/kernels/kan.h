@@ -1,0 +1,199 @@
+// Fused B-spline KAN linear layer (efficient-kan's math), written once for CUDA and Metal:
+//   y[n,o] = sum_i silu(x[n,i]) Wb[o,i] + sum_i sum_j B_j(x[n,i]) sw[o,i,j] sc[o,i]
+// The basis tensor is never written to global memory: tiles of it live in shared memory.
+#pragma once
+
+#include "swisk/kernels/bspline.h"
+
+#define SWISK_KAN_TILE 16                        // blocks are TILE x TILE threads
+#define SWISK_KAN_LOCAL (SWISK_MAX_SPLINE_ORDER + 2)  // silu + order+1 bases per (row, feature)
+
+// Parameters of the KAN kernels (plain data, shared by host, CUDA and Metal).
+struct KanParams {
+  sk_u32 rows;        // product of x's leading dimensions
+  sk_u32 in, out;     // features in and out
+  sk_u32 n_knots;     // knots per feature
+  sk_u32 order;       // spline order k
+  sk_u32 n_basis;     // n_knots - 1 - order
+  sk_u32 has_base;    // 0: no base branch (base_weight absent)
+  sk_u32 has_scaler;  // 0: spline_scaler absent (taken as 1)
+};
+
+template <typename A>
+SWISK_FN A kan_silu(A x) { return x / (A(1) + sk_exp(-x)); }
+
+template <typename A>
+SWISK_FN A kan_silu_grad(A x) {
+  const A s = A(1) / (A(1) + sk_exp(-x));
+  return s * (A(1) + x * (A(1) - s));
+}
+
+// The tiled bodies need block barriers: GPU dialects and the emulators (not the plain CPU backend).
+#if defined(SWISK_BARRIER)
+
+// ---- forward: one thread per y[n,o]; block = TILE rows x TILE outputs ------------------------------
+// Per in-chunk of TILE features the block stages silu and the order+1 local bases of its
+// (rows x features) tile in shared memory (sv: TILE*TILE*LOCAL values, ss: TILE*TILE spans).
+template <typename T>
+SWISK_FN void kan_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL const T* grid,
+                               SWISK_GLOBAL const T* bw, SWISK_GLOBAL const T* sw, SWISK_GLOBAL const T* sc,
+                               SWISK_GLOBAL T* y, SWISK_TG float* sv, SWISK_TG sk_i32* ss) {
+  typedef typename sk_acc<T>::type A;
+  const sk_u32 TL = SWISK_KAN_TILE, L = SWISK_KAN_LOCAL, M = SWISK_MAX_SPLINE_ORDER;
+  const sk_u32 k = p.order, nb = p.n_basis;
+  const sk_u32 row_tiles = (p.rows + TL - 1) / TL;
+  const sk_u32 o = id.by * TL + id.ty;
+  for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {  // uniform across the block
+    const sk_u32 n0 = rt * TL;
+    A acc = A(0);
+    for (sk_u32 i0 = 0; i0 < p.in; i0 += TL) {
+      {  // stage (row n0+ty, feature i0+tx)
+        const sk_u32 n = n0 + id.ty, i = i0 + id.tx, e = id.ty * TL + id.tx;
+        sk_i32 span = -1;
+        sv[e * L] = 0.0f;
+        if (n < p.rows && i < p.in) {
+          const A xv = A(x[sk_u64(n) * p.in + i]);
+          BsplineLocal<A> b = bspline_local<A>(xv, grid + sk_u64(i) * p.n_knots, sk_i32(p.n_knots), sk_i32(k), false);
+          span = b.span;
+          sv[e * L] = float(kan_silu(xv));
+          for (sk_u32 r = 0; r <= M; ++r)
+            if (r >= M - k) sv[e * L + 1 + r - (M - k)] = float(b.v[r]);
+        }
+        ss[e] = span;
+      }
+      SWISK_BARRIER();
+      const sk_u32 n = n0 + id.tx;
+      if (n < p.rows && o < p.out) {
+        for (sk_u32 f = 0; f < TL && i0 + f < p.in; ++f) {
+          const sk_u32 i = i0 + f, e = id.tx * TL + f;
+          const sk_u64 oi = sk_u64(o) * p.in + i;
+          if (p.has_base) acc += A(sv[e * L]) * A(bw[oi]);
+          const sk_i32 span = ss[e];
+          if (span == -2) acc += A(sv[e * L + 1]);  // NaN input: NaN out
+          if (span < 0) continue;
+          A s = A(0);
+          for (sk_u32 r = 0; r <= k; ++r) {
+            const sk_i32 j = span - sk_i32(k) + sk_i32(r);
+            if (j >= 0 && j < sk_i32(nb)) s += A(sv[e * L + 1 + r]) * A(sw[oi * nb + sk_u32(j)]);
+          }
+          acc += p.has_scaler ? s * A(sc[oi]) : s;
+        }
+      }
+      SWISK_BARRIER();
+    }
+    if (n0 + id.tx < p.rows && o < p.out) y[sk_u64(n0 + id.tx) * p.out + o] = T(acc);
+  }
+}
+
+// ---- backward, dx: one thread per (n,i); block = TILE rows x TILE features --------------------------
+// dx = silu'(x) sum_o gy Wb + sum_j dB_j/dx sum_o gy sw sc, gy tiles staged in shared memory (gt: TILE*TILE).
+template <typename T>
+SWISK_FN void kan_backward_x_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* x,
+                                  SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* bw, SWISK_GLOBAL const T* sw,
+                                  SWISK_GLOBAL const T* sc, SWISK_GLOBAL const T* gy, SWISK_GLOBAL T* gx,
+                                  SWISK_TG float* gt) {
+  typedef typename sk_acc<T>::type A;
+  const sk_u32 TL = SWISK_KAN_TILE, M = SWISK_MAX_SPLINE_ORDER;
+  const sk_u32 k = p.order, nb = p.n_basis;
+  const sk_u32 row_tiles = (p.rows + TL - 1) / TL;
+  const sk_u32 i = id.bx * TL + id.tx;
+  for (sk_u32 rt = id.by; rt < row_tiles; rt += id.gdy) {
+    const sk_u32 n = rt * TL + id.ty;
+    const bool live = n < p.rows && i < p.in;
+    BsplineLocal<A> b;
+    b.span = -1;
+    A xv = A(0);
+    if (live) {
+      xv = A(x[sk_u64(n) * p.in + i]);
+      b = bspline_local<A>(xv, grid + sk_u64(i) * p.n_knots, sk_i32(p.n_knots), sk_i32(k), true);
+    }
+    const A ds = kan_silu_grad(xv);
+    A acc = b.span == -2 ? b.d[0] : A(0);
+    for (sk_u32 o0 = 0; o0 < p.out; o0 += TL) {
+      const sk_u32 on = o0 + id.tx;
+      gt[id.ty * TL + id.tx] = n < p.rows && on < p.out ? float(gy[sk_u64(n) * p.out + on]) : 0.0f;
+      SWISK_BARRIER();
+      for (sk_u32 f = 0; live && f < TL && o0 + f < p.out; ++f) {
+        const sk_u64 oi = sk_u64(o0 + f) * p.in + i;
+        const A g = A(gt[id.ty * TL + f]);
+        A w = p.has_base ? ds * A(bw[oi]) : A(0);
+        if (b.span >= 0) {
+          A s = A(0);
+          for (sk_u32 r = M - k; r <= M; ++r) {
+            const sk_i32 j = b.span - sk_i32(M) + sk_i32(r);
+            if (j >= 0 && j < sk_i32(nb)) s += b.d[r] * A(sw[oi * nb + sk_u32(j)]);
+          }
+          w += p.has_scaler ? s * A(sc[oi]) : s;
+        }
+        acc += g * w;
+      }
+      SWISK_BARRIER();
+    }
+    if (live) gx[sk_u64(n) * p.in + i] = T(acc);
+  }
+}
+
+// ---- backward, weights: dW[o, c] = sum_n gy[n,o] A[n,c] over the flattened columns c = i*(nb+1)+q,
+// A[n, i*(nb+1)] = silu(x[n,i]) and A[n, i*(nb+1)+1+j] = B_j(x[n,i]), rows reduced in a fixed order.
+// One thread per (o, c); block = TILE columns x TILE outputs; A and gy tiles staged (at, gt).
+// Writes grad_bw (q = 0, when has_base) and the unscaled spline gradient into ws (out, in, nb), fp32.
+template <typename T>
+SWISK_FN void kan_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* x,
+                                  SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* gy, SWISK_GLOBAL T* gbw,
+                                  SWISK_GLOBAL float* ws, SWISK_TG float* at, SWISK_TG float* gt) {
+  typedef typename sk_acc<T>::type A;
+  const sk_u32 TL = SWISK_KAN_TILE;
+  const sk_u32 nq = p.n_basis + 1, cols = p.in * nq;
+  const sk_u32 c = id.bx * TL + id.tx, o = id.by * TL + id.ty;
+  // the column this thread stages: (feature, slot) of c
+  const sk_u32 ci = c / nq, cq = c % nq;
+  A acc = A(0);
+  for (sk_u32 n0 = 0; n0 < p.rows; n0 += TL) {
+    const sk_u32 n = n0 + id.ty;
+    float a = 0.0f;
+    if (n < p.rows && c < cols) {
+      const A xv = A(x[sk_u64(n) * p.in + ci]);
+      if (cq == 0) {
+        a = float(kan_silu(xv));
+      } else {
+        BsplineLocal<A> b =
+            bspline_local<A>(xv, grid + sk_u64(ci) * p.n_knots, sk_i32(p.n_knots), sk_i32(p.order), false);
+        a = float(bspline_pick<A>(b.v, b.span, sk_i32(cq) - 1));
+      }
+    }
+    at[id.ty * TL + id.tx] = a;
+    const sk_u32 og = id.by * TL + id.tx;
+    gt[id.ty * TL + id.tx] = n < p.rows && og < p.out ? float(gy[sk_u64(n) * p.out + og]) : 0.0f;
+    SWISK_BARRIER();
+    for (sk_u32 r = 0; r < TL; ++r) acc += A(gt[r * TL + id.ty]) * A(at[r * TL + id.tx]);
+    SWISK_BARRIER();
+  }
+  if (c >= cols || o >= p.out) return;
+  if (cq == 0) {
+    if (p.has_base) gbw[sk_u64(o) * p.in + ci] = T(acc);
+  } else {
+    ws[(sk_u64(o) * p.in + ci) * p.n_basis + cq - 1] = float(acc);
+  }
+}
+
+// ---- backward, spline weights and scaler from ws: one thread per (o,i), grid-stride -----------------
+template <typename T>
+SWISK_FN void kan_backward_scale_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* sw,
+                                      SWISK_GLOBAL const T* sc, SWISK_GLOBAL const float* ws, SWISK_GLOBAL T* gsw,
+                                      SWISK_GLOBAL T* gsc) {
+  typedef typename sk_acc<T>::type A;
+  const sk_u64 total = sk_u64(p.out) * p.in;
+  const sk_u64 step = sk_u64(id.bdx) * id.gdx;
+  for (sk_u64 oi = sk_u64(id.bx) * id.bdx + id.tx; oi < total; oi += step) {
+    const A s = p.has_scaler ? A(sc[oi]) : A(1);
+    A d = A(0);
+    for (sk_u32 j = 0; j < p.n_basis; ++j) {
+      const A g = A(ws[oi * p.n_basis + j]);
+      d += g * A(sw[oi * p.n_basis + j]);
+      gsw[oi * p.n_basis + j] = T(g * s);
+    }
+    if (p.has_scaler) gsc[oi] = T(d);
+  }
+}
+
+#endif  // SWISK_BARRIER

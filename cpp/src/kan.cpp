@@ -1,0 +1,139 @@
+// Frontends of the fused KAN linear op: validate every argument, then dispatch.
+#include "swisk/ops/kan.h"
+
+#include "validate.h"
+
+namespace swisk {
+
+static bool present(const TensorView& t) { return t.data != nullptr || t.ndim > 0; }
+
+static void check_operand(const char* op, const char* arg, const TensorView& t, const TensorView& x) {
+  check_same_dtype(op, arg, t, x, "x");
+  check_same_device(op, arg, t, x, "x");
+}
+
+std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& grid, const TensorView& bw,
+                                      const TensorView& sw, const TensorView& sc, int order, Backend b) {
+  const char* op = "kan_linear";
+  check_float(op, "x", x);
+  check_min_ndim(op, "x", x, 1, "(..., in)");
+  check_backend(op, "x", x, b);
+  check_operand(op, "grid", grid, x);
+  check_operand(op, "spline_weight", sw, x);
+  check_ndim(op, "grid", grid, 2, "(in, n_knots)");
+  const int64_t in = x.size(-1);
+  SWISK_CHECK(grid.shape[0] == in, value, op, "grid", "must be (in, n_knots) with in = x.shape[-1] = ", in, ", got ",
+              grid.shape_str());
+  SWISK_CHECK(order >= 0, value, op, "spline_order", "must be >= 0, got ", order);
+  SWISK_CHECK(order <= SWISK_MAX_SPLINE_ORDER, value, op, "spline_order", "at most ", SWISK_MAX_SPLINE_ORDER,
+              " is supported, got ", order);
+  SWISK_CHECK(grid.shape[1] >= order + 2, value, op, "spline_order", order, " needs at least ", order + 2,
+              " knots per feature, grid has ", grid.shape[1]);
+  const int64_t nb = grid.shape[1] - 1 - order;
+  check_ndim(op, "spline_weight", sw, 3, "(out, in, n_basis)");
+  const int64_t out = sw.shape[0];
+  SWISK_CHECK(sw.shape[1] == in && sw.shape[2] == nb, value, op, "spline_weight",
+              "must be (out, in, n_basis) with in = ", in, " and n_basis = n_knots - 1 - spline_order = ", nb,
+              ", got ", sw.shape_str());
+  if (present(bw)) {
+    check_operand(op, "base_weight", bw, x);
+    check_ndim(op, "base_weight", bw, 2, "(out, in)");
+    SWISK_CHECK(bw.shape[0] == out && bw.shape[1] == in, value, op, "base_weight", "must be (out, in) = (", out, ", ",
+                in, ") to match spline_weight and x, got ", bw.shape_str());
+  }
+  if (present(sc)) {
+    check_operand(op, "spline_scaler", sc, x);
+    check_ndim(op, "spline_scaler", sc, 2, "(out, in)");
+    SWISK_CHECK(sc.shape[0] == out && sc.shape[1] == in, value, op, "spline_scaler", "must be (out, in) = (", out,
+                ", ", in, ") to match spline_weight, got ", sc.shape_str());
+  }
+  SWISK_CHECK(x.numel() < (int64_t(1) << 32), value, op, "x", "at most 2^32 elements are supported");
+  SWISK_CHECK(out * in * (nb + 1) < (int64_t(1) << 32), value, op, "spline_weight",
+              "at most 2^32 elements are supported");
+  std::vector<int64_t> shape(x.shape, x.shape + x.ndim);
+  shape.back() = out;
+  return shape;
+}
+
+int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, Backend b, bool backward) {
+  // CPU: the repacked weights (in, nb + 1, out), and their gradient in backward.
+  // GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward.
+  if (b == Backend::cpu) return in * (nb + 1) * out * (backward ? 2 : 1);
+  return backward ? out * in * nb : 0;
+}
+
+KanParams kan_params(const TensorView& x, const TensorView& grid, const TensorView& bw, const TensorView& sw,
+                     const TensorView& sc, int order) {
+  KanParams p;
+  p.in = sk_u32(grid.shape[0]);
+  p.rows = p.in ? sk_u32(x.numel() / p.in) : 0;
+  p.out = sk_u32(sw.shape[0]);
+  p.n_knots = sk_u32(grid.shape[1]);
+  p.order = sk_u32(order);
+  p.n_basis = p.n_knots - 1 - p.order;
+  p.has_base = present(bw) ? 1 : 0;
+  p.has_scaler = present(sc) ? 1 : 0;
+  return p;
+}
+
+static void check_work(const char* op, const TensorView& work, const TensorView& x, int64_t need) {
+  const DType want = x.dtype == DType::f64 ? DType::f64 : DType::f32;
+  if (need == 0) return;
+  SWISK_CHECK(work.dtype == want, type, op, "work", "must be ", dtype_name(want), ", got ", dtype_name(work.dtype));
+  check_same_device(op, "work", work, x, "x");
+  check_contiguous(op, "work", work);
+  SWISK_CHECK(work.numel() >= need, value, op, "work", "needs ", need, " elements, got ", work.numel());
+}
+
+static void check_inputs(const char* op, const TensorView& x, const TensorView& grid, const TensorView& bw,
+                         const TensorView& sw, const TensorView& sc, Backend b) {
+  check_contiguous(op, "x", x);
+  check_contiguous(op, "grid", grid);
+  check_contiguous(op, "spline_weight", sw);
+  if (present(bw)) check_contiguous(op, "base_weight", bw);
+  if (present(sc)) check_contiguous(op, "spline_scaler", sc);
+  if (host_readable(b)) check_knots(op, "grid", grid);
+}
+
+// An output: same dtype and device as x, contiguous, of the given shape.
+static void check_output(const char* op, const char* arg, const TensorView& t, const TensorView& x,
+                         const std::vector<int64_t>& shape) {
+  check_operand(op, arg, t, x);
+  check_shape(op, arg, t, shape);
+  check_contiguous(op, arg, t);
+}
+
+static std::vector<int64_t> shape_of(const TensorView& t) { return std::vector<int64_t>(t.shape, t.shape + t.ndim); }
+
+void kan_linear(const KanLinearArgs& a) {
+  const char* op = "kan_linear";
+  const Backend b = a.launch.backend;
+  auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b);
+  check_inputs(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, b);
+  check_output(op, "out", a.out, a.x, shape);
+  const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
+  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, b, false));
+  registry().run(op, a);
+}
+
+void kan_linear_backward(const KanLinearBackwardArgs& a) {
+  const char* op = "kan_linear_backward";
+  const Backend b = a.launch.backend;
+  auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b);
+  check_inputs(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, b);
+  check_output(op, "grad_out", a.grad_out, a.x, shape);
+  check_output(op, "grad_x", a.grad_x, a.x, shape_of(a.x));
+  check_output(op, "grad_spline_weight", a.grad_spline_weight, a.x, shape_of(a.spline_weight));
+  SWISK_CHECK(present(a.grad_base_weight) == present(a.base_weight), value, op, "grad_base_weight",
+              "must be given exactly when base_weight is");
+  SWISK_CHECK(present(a.grad_spline_scaler) == present(a.spline_scaler), value, op, "grad_spline_scaler",
+              "must be given exactly when spline_scaler is");
+  if (present(a.base_weight)) check_output(op, "grad_base_weight", a.grad_base_weight, a.x, shape_of(a.base_weight));
+  if (present(a.spline_scaler))
+    check_output(op, "grad_spline_scaler", a.grad_spline_scaler, a.x, shape_of(a.spline_scaler));
+  const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
+  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, b, true));
+  registry().run(op, a);
+}
+
+}  // namespace swisk

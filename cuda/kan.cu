@@ -1,0 +1,79 @@
+// CUDA entry points and launches of the fused KAN linear kernels (bodies: swisk/kernels/kan.h).
+#include "launch.h"
+#include "dtype_dispatch.h"
+#include "swisk/ops/kan.h"
+
+namespace swisk::SWISK_CUDA_NS {
+
+constexpr unsigned kTile = SWISK_KAN_TILE;
+
+template <typename T>
+__global__ void kan_forward_kernel(KanParams p, const T* x, const T* grid, const T* bw, const T* sw, const T* sc,
+                                   T* y) {
+  SWISK_SHARED(float, sv, SWISK_KAN_TILE * SWISK_KAN_TILE * SWISK_KAN_LOCAL);
+  SWISK_SHARED(sk_i32, ss, SWISK_KAN_TILE * SWISK_KAN_TILE);
+  kan_forward_body<T>(cuda_idx(), p, x, grid, bw, sw, sc, y, sv, ss);
+}
+
+template <typename T>
+__global__ void kan_backward_x_kernel(KanParams p, const T* x, const T* grid, const T* bw, const T* sw, const T* sc,
+                                      const T* gy, T* gx) {
+  SWISK_SHARED(float, gt, SWISK_KAN_TILE * SWISK_KAN_TILE);
+  kan_backward_x_body<T>(cuda_idx(), p, x, grid, bw, sw, sc, gy, gx, gt);
+}
+
+template <typename T>
+__global__ void kan_backward_w_kernel(KanParams p, const T* x, const T* grid, const T* gy, T* gbw, float* ws) {
+  SWISK_SHARED(float, at, SWISK_KAN_TILE * SWISK_KAN_TILE);
+  SWISK_SHARED(float, gt, SWISK_KAN_TILE * SWISK_KAN_TILE);
+  kan_backward_w_body<T>(cuda_idx(), p, x, grid, gy, gbw, ws, at, gt);
+}
+
+template <typename T>
+__global__ void kan_backward_scale_kernel(KanParams p, const T* sw, const T* sc, const float* ws, T* gsw, T* gsc) {
+  kan_backward_scale_body<T>(cuda_idx(), p, sw, sc, ws, gsw, gsc);
+}
+
+static unsigned tiles(unsigned long long n, unsigned cap) {
+  const unsigned long long t = (n + kTile - 1) / kTile;
+  return unsigned(t == 0 ? 1 : (t > cap ? cap : t));
+}
+
+static void forward(const KanLinearArgs& a) {
+  const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
+  if (p.rows == 0 || p.out == 0) return;
+  const dim3 grid(tiles(p.rows, 1u << 20), tiles(p.out, 65535)), block(kTile, kTile);
+  dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
+    using T = decltype(tag);
+    SWISK_LAUNCH(kan_forward_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(), a.grid.ptr<const T>(),
+                 a.base_weight.ptr<const T>(), a.spline_weight.ptr<const T>(), a.spline_scaler.ptr<const T>(),
+                 a.out.ptr<T>());
+  });
+}
+
+static void backward(const KanLinearBackwardArgs& a) {
+  const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
+  if (p.out == 0 || p.in == 0) return;
+  dispatch_float<false>(a.x.dtype, "kan_linear_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T *x = a.x.ptr<const T>(), *g = a.grid.ptr<const T>(), *gy = a.grad_out.ptr<const T>();
+    const T *bw = a.base_weight.ptr<const T>(), *sw = a.spline_weight.ptr<const T>();
+    const T* sc = a.spline_scaler.ptr<const T>();
+    float* ws = a.work.ptr<float>();
+    const dim3 block(kTile, kTile);
+    if (p.rows > 0)
+      SWISK_LAUNCH(kan_backward_x_kernel<T>, dim3(tiles(p.in, 1u << 20), tiles(p.rows, 65535)), block,
+                   a.launch.stream, p, x, g, bw, sw, sc, gy, a.grad_x.ptr<T>());
+    SWISK_LAUNCH(kan_backward_w_kernel<T>, dim3(tiles(1ull * p.in * (p.n_basis + 1), 1u << 30), tiles(p.out, 65535)),
+                 block, a.launch.stream, p, x, g, gy, a.grad_base_weight.ptr<T>(), ws);
+    SWISK_LAUNCH(kan_backward_scale_kernel<T>, dim3(blocks_for(1ull * p.out * p.in, 256)), dim3(256),
+                 a.launch.stream, p, sw, sc, ws, a.grad_spline_weight.ptr<T>(), a.grad_spline_scaler.ptr<T>());
+  });
+}
+
+void register_kan(Registry& r, Backend b) {
+  r.add<KanLinearArgs>("kan_linear", b, &forward, &supports_gpu_float<KanLinearArgs>);
+  r.add<KanLinearBackwardArgs>("kan_linear_backward", b, &backward, &supports_gpu_float<KanLinearBackwardArgs>);
+}
+
+}  // namespace swisk::SWISK_CUDA_NS

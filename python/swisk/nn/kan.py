@@ -1,0 +1,132 @@
+"""efficient-kan's KANLinear and KAN on the fused swisk.ops.kan_linear: the same constructor, parameter
+and buffer names, shapes and initialisation, so an efficient-kan state_dict loads and gives the same
+outputs, without the (batch, in, n_basis) basis tensor."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .. import ops
+
+
+class KANLinear(torch.nn.Module):
+    """y = base_activation(x) @ base_weightᵀ + Σ_i Σ_j spline_weight[o,i,j]·spline_scaler[o,i]·B_j(x_i).
+
+    Parameters ``base_weight`` (out, in), ``spline_weight`` (out, in, grid_size + spline_order),
+    ``spline_scaler`` (out, in; only with ``enable_standalone_scale_spline``) and the buffer ``grid``
+    (in, grid_size + 2·spline_order + 1) are efficient-kan's. With SiLU the whole layer is one fused op;
+    another ``base_activation`` runs the base branch in plain torch and the spline branch fused.
+
+    ``update_grid`` differs from efficient-kan on purpose: efficient-kan stores the refitted (already
+    scaled) coefficients in ``spline_weight`` and multiplies them by ``spline_scaler`` again in forward,
+    which changes the layer's function; here the refit is divided by ``spline_scaler`` (entries whose
+    scaler is exactly 0 get 0) so that the layer's output on x is preserved up to the least-squares fit.
+    """
+
+    def __init__(self, in_features, out_features, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
+                 scale_spline=1.0, enable_standalone_scale_spline=True, base_activation=torch.nn.SiLU, grid_eps=0.02,
+                 grid_range=[-1, 1]):  # noqa: B006 (efficient-kan's signature)
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.grid_size, self.spline_order = grid_size, spline_order
+        h = (grid_range[1] - grid_range[0]) / grid_size
+        grid = torch.arange(-spline_order, grid_size + spline_order + 1) * h + grid_range[0]
+        self.register_buffer("grid", grid.expand(in_features, -1).contiguous())
+        self.base_weight = torch.nn.Parameter(torch.empty(out_features, in_features))
+        self.spline_weight = torch.nn.Parameter(torch.empty(out_features, in_features, grid_size + spline_order))
+        if enable_standalone_scale_spline:
+            self.spline_scaler = torch.nn.Parameter(torch.empty(out_features, in_features))
+        self.scale_noise, self.scale_base, self.scale_spline = scale_noise, scale_base, scale_spline
+        self.enable_standalone_scale_spline = enable_standalone_scale_spline
+        self.base_activation = base_activation()
+        self.grid_eps = grid_eps
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        torch.nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5) * self.scale_base)
+        with torch.no_grad():
+            g, k = self.grid_size, self.spline_order
+            noise = (torch.rand(g + 1, self.in_features, self.out_features) - 0.5) * self.scale_noise / g
+            scale = 1.0 if self.enable_standalone_scale_spline else self.scale_spline
+            coeff = self.curve2coeff(self.grid.T[k:-k], noise.to(self.grid))
+            self.spline_weight.copy_(scale * coeff)
+            if self.enable_standalone_scale_spline:
+                torch.nn.init.kaiming_uniform_(self.spline_scaler, a=math.sqrt(5) * self.scale_spline)
+
+    def b_splines(self, x: torch.Tensor) -> torch.Tensor:
+        """(batch, in) -> (batch, in, grid_size + spline_order): the bases efficient-kan materialises."""
+        return ops.bspline_basis(x, self.grid.to(x.dtype), self.spline_order)
+
+    def curve2coeff(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Least-squares coefficients (out, in, n_basis) of per-feature curves y (batch, in, out) at x (batch, in)."""
+        a = self.b_splines(x).transpose(0, 1)  # (in, batch, n_basis)
+        sol = torch.linalg.lstsq(a, y.transpose(0, 1)).solution  # (in, n_basis, out)
+        return sol.permute(2, 0, 1).contiguous()
+
+    @property
+    def scaled_spline_weight(self) -> torch.Tensor:
+        if self.enable_standalone_scale_spline:
+            return self.spline_weight * self.spline_scaler.unsqueeze(-1)
+        return self.spline_weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scaler = self.spline_scaler if self.enable_standalone_scale_spline else None
+        if isinstance(self.base_activation, torch.nn.SiLU):
+            return ops.kan_linear(x, self.grid, self.base_weight, self.spline_weight, scaler, self.spline_order)
+        spline = ops.kan_linear(x, self.grid, None, self.spline_weight, scaler, self.spline_order)
+        return F.linear(self.base_activation(x), self.base_weight) + spline
+
+    @torch.no_grad()
+    def update_grid(self, x: torch.Tensor, margin: float = 0.01):
+        """efficient-kan's adaptive knots from x (batch, in), then a least-squares refit of the spline
+        weights that preserves the layer's function on x (see the class docstring)."""
+        x = x.reshape(-1, self.in_features)
+        batch, g, k = x.size(0), self.grid_size, self.spline_order
+        # the old spline branch, per feature: (in, batch, out)
+        per_feature = torch.bmm(self.b_splines(x).transpose(0, 1), self.scaled_spline_weight.permute(1, 2, 0))
+        xs = torch.sort(x, dim=0)[0]
+        adaptive = xs[torch.linspace(0, batch - 1, g + 1, dtype=torch.int64, device=x.device)]
+        step = (xs[-1] - xs[0] + 2 * margin) / g
+        uniform = torch.arange(g + 1, dtype=x.dtype, device=x.device).unsqueeze(1) * step + xs[0] - margin
+        grid = self.grid_eps * uniform + (1 - self.grid_eps) * adaptive
+        ext = torch.arange(1, k + 1, dtype=x.dtype, device=x.device).unsqueeze(1) * step
+        grid = torch.cat([grid[:1] - ext.flip(0), grid, grid[-1:] + ext], dim=0)
+        self.grid.copy_(grid.T)
+        coeff = self.curve2coeff(x, per_feature.transpose(0, 1))
+        if self.enable_standalone_scale_spline:
+            s = self.spline_scaler.unsqueeze(-1)
+            coeff = torch.where(s == 0, torch.zeros_like(coeff), coeff / torch.where(s == 0, torch.ones_like(s), s))
+        self.spline_weight.copy_(coeff)
+
+    def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0) -> torch.Tensor:
+        """efficient-kan's stand-in for the paper's L1 + entropy regulariser, on the spline weights."""
+        l1 = self.spline_weight.abs().mean(-1)
+        act = l1.sum()
+        p = l1 / act
+        return regularize_activation * act + regularize_entropy * -(p * p.log()).sum()
+
+
+class KAN(torch.nn.Module):
+    """A stack of KANLinear layers (efficient-kan's KAN): layers_hidden = [in, hidden..., out]."""
+
+    def __init__(self, layers_hidden, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
+                 scale_spline=1.0, base_activation=torch.nn.SiLU, grid_eps=0.02, grid_range=[-1, 1]):  # noqa: B006
+        super().__init__()
+        self.grid_size, self.spline_order = grid_size, spline_order
+        self.layers = torch.nn.ModuleList(
+            KANLinear(i, o, grid_size=grid_size, spline_order=spline_order, scale_noise=scale_noise,
+                      scale_base=scale_base, scale_spline=scale_spline, base_activation=base_activation,
+                      grid_eps=grid_eps, grid_range=grid_range)
+            for i, o in zip(layers_hidden, layers_hidden[1:]))
+
+    def forward(self, x: torch.Tensor, update_grid: bool = False) -> torch.Tensor:
+        for layer in self.layers:
+            if update_grid:
+                layer.update_grid(x)
+            x = layer(x)
+        return x
+
+    def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0) -> torch.Tensor:
+        return sum(layer.regularization_loss(regularize_activation, regularize_entropy) for layer in self.layers)

@@ -1,0 +1,145 @@
+// The fused KAN linear op on every host backend against a naive fp64 evaluation of the same math.
+#include <cmath>
+#include <random>
+
+#include "harness.h"
+#include "swisk/ops/kan.h"
+#include "views.h"
+
+using namespace swisk;
+
+namespace {
+
+struct Problem {
+  int rows = 29, in = 18, out = 17, grid_size = 6, order = 3;
+  int nk() const { return grid_size + 2 * order + 1; }
+  int nb() const { return grid_size + order; }
+  std::vector<double> x, grid, bw, sw, sc, gy;
+
+  explicit Problem(unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> N(0, 1);
+    std::uniform_real_distribution<double> U(0.05, 1.0);
+    for (int i = 0; i < in; ++i) {  // non-uniform knots
+      double acc = -0.6 * nk();
+      for (int t = 0; t < nk(); ++t) grid.push_back(acc += U(rng));
+    }
+    for (int n = 0; n < rows; ++n)
+      for (int i = 0; i < in; ++i) x.push_back(n == 0 ? grid[i * nk()] : n == 1 ? grid[i * nk() + nk() - 1] : 3 * N(rng));
+    for (int e = 0; e < out * in; ++e) bw.push_back(N(rng)), sc.push_back(N(rng));
+    for (int e = 0; e < out * in * nb(); ++e) sw.push_back(N(rng));
+    for (int e = 0; e < rows * out; ++e) gy.push_back(N(rng));
+  }
+  double basis(int n, int i, int j, bool deriv) const {
+    auto b = bspline_local<double>(x[n * in + i], grid.data() + i * nk(), nk(), order, deriv);
+    return bspline_pick<double>(deriv ? b.d : b.v, b.span, j);
+  }
+  double y(int n, int o) const {
+    double acc = 0;
+    for (int i = 0; i < in; ++i) {
+      const double xv = x[n * in + i];
+      acc += xv / (1 + std::exp(-xv)) * bw[o * in + i];
+      for (int j = 0; j < nb(); ++j) acc += basis(n, i, j, false) * sw[(o * in + i) * nb() + j] * sc[o * in + i];
+    }
+    return acc;
+  }
+};
+
+template <typename T>
+std::vector<T> cast(const std::vector<double>& v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+// Runs forward and backward of problem P on backend B in dtype T; checks against the fp64 sums.
+template <typename T>
+void check_backend(const Problem& P, Backend be, double tol) {
+  auto x = cast<T>(P.x), grid = cast<T>(P.grid), bw = cast<T>(P.bw), sw = cast<T>(P.sw), sc = cast<T>(P.sc);
+  auto gy = cast<T>(P.gy);
+  std::vector<T> y(P.rows * P.out), gx(P.rows * P.in), gbw(bw.size()), gsw(sw.size()), gsc(sc.size());
+  std::vector<T> work(size_t(kan_linear_workspace(P.in, P.out, P.nb(), be, true)) + 1);
+  const int64_t R = P.rows, I = P.in, O = P.out, K = P.nk(), NB = P.nb();
+  KanLinearArgs f{make_view(x, {R, I}), make_view(grid, {I, K}), make_view(bw, {O, I}), make_view(sw, {O, I, NB}),
+                  make_view(sc, {O, I}), make_view(y, {R, O}), make_view(work, {int64_t(work.size())}), P.order, {}};
+  f.launch.backend = be;
+  kan_linear(f);
+  double scale = 0;
+  for (int n = 0; n < P.rows; ++n)
+    for (int o = 0; o < P.out; ++o) scale = std::fmax(scale, std::fabs(P.y(n, o)));
+  for (int n = 0; n < P.rows; ++n)
+    for (int o = 0; o < P.out; ++o) EXPECT_NEAR(y[n * P.out + o], P.y(n, o), tol * scale);
+
+  KanLinearBackwardArgs b{f.x, f.grid, f.base_weight, f.spline_weight, f.spline_scaler, make_view(gy, {R, O}),
+                          make_view(gx, {R, I}), make_view(gbw, {O, I}), make_view(gsw, {O, I, NB}),
+                          make_view(gsc, {O, I}), f.work, P.order, -1, {}};
+  b.launch.backend = be;
+  kan_linear_backward(b);
+  for (int n = 0; n < P.rows; ++n)
+    for (int i = 0; i < P.in; ++i) {  // dx = sum_o gy (silu' bw + sum_j B'_j sw sc)
+      const double xv = P.x[n * P.in + i], s = 1 / (1 + std::exp(-xv)), ds = s * (1 + xv * (1 - s));
+      double want = 0;
+      for (int o = 0; o < P.out; ++o) {
+        double w = ds * P.bw[o * P.in + i];
+        for (int j = 0; j < P.nb(); ++j)
+          w += P.basis(n, i, j, true) * P.sw[(o * P.in + i) * P.nb() + j] * P.sc[o * P.in + i];
+        want += P.gy[n * P.out + o] * w;
+      }
+      EXPECT_NEAR(gx[n * P.in + i], want, tol * 10 * (1 + std::fabs(want)));
+    }
+  for (int o = 0; o < P.out; ++o)
+    for (int i = 0; i < P.in; ++i) {
+      double wb = 0, wsc = 0;
+      for (int n = 0; n < P.rows; ++n) {
+        const double xv = P.x[n * P.in + i], g = P.gy[n * P.out + o];
+        wb += g * xv / (1 + std::exp(-xv));
+        for (int j = 0; j < P.nb(); ++j) wsc += g * P.basis(n, i, j, false) * P.sw[(o * P.in + i) * P.nb() + j];
+      }
+      EXPECT_NEAR(gbw[o * P.in + i], wb, tol * 10 * (1 + std::fabs(wb)));
+      EXPECT_NEAR(gsc[o * P.in + i], wsc, tol * 10 * (1 + std::fabs(wsc)));
+      for (int j = 0; j < P.nb(); ++j) {
+        double w = 0;
+        for (int n = 0; n < P.rows; ++n) w += P.gy[n * P.out + o] * P.basis(n, i, j, false) * P.sc[o * P.in + i];
+        EXPECT_NEAR(gsw[(o * P.in + i) * P.nb() + j], w, tol * 10 * (1 + std::fabs(w)));
+      }
+    }
+}
+
+}  // namespace
+
+TEST(KanLinear, CpuFp64MatchesNaiveSums) { check_backend<double>(Problem(11), Backend::cpu, 1e-12); }
+
+TEST(KanLinear, EveryBackendFp32MatchesNaiveSums) {
+  const Problem P(5);
+  for (Backend be : {Backend::cpu, Backend::cuda_emu, Backend::metal_emu}) check_backend<float>(P, be, 2e-5);
+}
+
+TEST(KanLinear, BadInputsThrow) {
+  Problem P(3);
+  auto& x = P.x;
+  std::vector<double> y(P.rows * P.out), work(P.in * (P.nb() + 1) * P.out);
+  const int64_t R = P.rows, I = P.in, O = P.out, K = P.nk(), NB = P.nb();
+  auto args = [&] {
+    KanLinearArgs a{make_view(x, {R, I}), make_view(P.grid, {I, K}), make_view(P.bw, {O, I}),
+                    make_view(P.sw, {O, I, NB}), make_view(P.sc, {O, I}), make_view(y, {R, O}),
+                    make_view(work, {int64_t(work.size())}), P.order, {}};
+    return a;
+  };
+  auto a = args();
+  a.base_weight.shape[1] = I - 1;
+  EXPECT_THROW_MSG(kan_linear(a), Error, "[kan_linear] base_weight: must be (out, in)");
+  a = args();
+  a.order = 2;
+  EXPECT_THROW_MSG(kan_linear(a), Error, "[kan_linear] spline_weight: must be (out, in, n_basis)");
+  a = args();
+  a.work.shape[0] = 3;
+  EXPECT_THROW_MSG(kan_linear(a), Error, "[kan_linear] work: needs");
+  a = args();
+  a.out.shape[1] = O + 1;
+  EXPECT_THROW_MSG(kan_linear(a), Error, "[kan_linear] out: must have shape");
+  a = args();
+  std::vector<float> xf(x.begin(), x.end());
+  a.x = make_view(xf, {R, I});
+  EXPECT_THROW_MSG(kan_linear(a), Error, "[kan_linear] grid: dtype float64 differs from x's float32");
+  a = args();
+  P.grid[5] = P.grid[4];
+  EXPECT_THROW_MSG(kan_linear(a), Error, "knots must be strictly increasing; row 0 is not at index 5");
+}

@@ -1,0 +1,197 @@
+"""swisk.ops.kan_linear against swisk.reference.kan_linear on every backend."""
+import pytest
+import torch
+
+import swisk
+from swisk import reference, testing
+
+# Relative error bounds (max |op - reference| / max |reference|) per dtype.
+REL = {torch.float64: 1e-12, torch.float32: 2e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
+
+
+def random_grid(features, n_knots, rng, dtype=torch.float64):
+    """Strictly increasing, non-uniform knots per feature (as after a grid update)."""
+    steps = torch.rand(features, n_knots, generator=rng, dtype=torch.float64) + 0.05
+    return (torch.cumsum(steps, -1) - steps.sum(-1, keepdim=True) / 2).to(dtype)
+
+
+def make(rng, rows, fin, fout, grid_size, order, dtype=torch.float64, base=True, scaler=True):
+    """Fresh inputs; x covers the inside, the outside and exactly the first, an inner and the last knot."""
+    grid = random_grid(fin, grid_size + 2 * order + 1, rng)
+    span = grid[:, -1] - grid[:, 0]
+    x = (torch.rand(rows, fin, generator=rng, dtype=torch.float64) * 1.3 - 0.65) * span + grid.mean(-1)
+    if rows >= 3:
+        x[0], x[1], x[2] = grid[:, 0], grid[:, order + 1], grid[:, -1]
+    r = lambda *s: torch.randn(*s, generator=rng, dtype=torch.float64)  # noqa: E731
+    bw = r(fout, fin) if base else None
+    sw = r(fout, fin, grid_size + order)
+    sc = r(fout, fin) if scaler else None
+    return [None if t is None else t.to(dtype) for t in (x, grid, bw, sw, sc)]
+
+
+def ref(x, grid, bw, sw, sc, order):
+    """The reference in fp64 (a missing base branch is a zero base weight)."""
+    d = lambda t: None if t is None else t.double()  # noqa: E731
+    bw = torch.zeros(sw.shape[:2], dtype=torch.float64) if bw is None else bw
+    return reference.kan_linear(d(x), d(grid), d(bw), d(sw), d(sc), order)
+
+
+def rel_err(got, want):
+    return ((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("order", [1, 3])
+@pytest.mark.parametrize("base,scaler", [(True, True), (False, True), (True, False)])
+def test_matches_reference(backend, rng, order, base, scaler):
+    dev = testing.device_of(backend)
+    for dtype in testing.dtypes_of(backend):
+        args = make(rng, 37, 19, 21, 5, order, dtype, base, scaler)  # tails of every 16-wide tile
+        want = ref(*args, order)
+        got = swisk.ops.kan_linear(*[None if t is None else t.to(dev) for t in args], order).cpu()
+        assert got.shape == (37, 21) and got.dtype == dtype
+        err = rel_err(got, want)
+        assert err <= REL[dtype], f"{backend} {dtype}: rel error {err:.3g} (seed {rng.initial_seed()})"
+
+
+def test_leading_dims_and_non_contiguous(backend, rng):
+    x, grid, bw, sw, sc = make(rng, 24, 5, 6, 4, 3, torch.float32)
+    x3 = x.reshape(4, 6, 5).transpose(0, 1)  # (6, 4, 5), non-contiguous
+    sw_nc = sw.transpose(0, 1).contiguous().transpose(0, 1)
+    assert not x3.is_contiguous() and not sw_nc.is_contiguous()
+    got = swisk.ops.kan_linear(x3, grid, bw, sw_nc, sc, 3)
+    assert got.shape == (6, 4, 6)
+    assert rel_err(got, ref(x3, grid, bw, sw, sc, 3)) <= 2e-5
+    single = swisk.ops.kan_linear(x[0], grid, bw, sw, sc, 3)  # (in,) -> (out,)
+    assert rel_err(single, ref(x[0], grid, bw, sw, sc, 3)) <= 2e-5
+
+
+@pytest.mark.parametrize("base,scaler", [(True, True), (False, False)])
+def test_backward_matches_reference(backend, rng, base, scaler):
+    for dtype in [torch.float64, torch.float32] if backend == "cpu" else [torch.float32]:
+        args = make(rng, 33, 17, 18, 6, 3, dtype, base, scaler)
+        leaves = [None if t is None or i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+        inputs = [a if leaf is None else leaf for a, leaf in zip(args, leaves)]
+        y = swisk.ops.kan_linear(*inputs, 3)
+        go = torch.randn(y.shape, generator=rng, dtype=torch.float64)
+        want_leaves = [None if t is None else t.detach().double().requires_grad_() for t in leaves]
+        yr = reference.kan_linear(want_leaves[0], args[1].double(),
+                                  want_leaves[2] if base else torch.zeros(18, 17, dtype=torch.float64),
+                                  want_leaves[3], want_leaves[4], 3)
+        live = [i for i, t in enumerate(leaves) if t is not None]
+        got = torch.autograd.grad(y, [leaves[i] for i in live], go.to(dtype))
+        want = torch.autograd.grad(yr, [want_leaves[i] for i in live], go)
+        tol = 1e-12 if dtype == torch.float64 else 5e-5
+        for i, g, w in zip(live, got, want):
+            assert g.dtype == dtype
+            assert rel_err(g, w) <= tol, f"{backend} {dtype} grad {i}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
+
+
+def test_backward_half_precision(backend, rng):
+    for dtype in (torch.float16, torch.bfloat16):
+        args = make(rng, 20, 9, 10, 5, 3, dtype)
+        leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+        y = swisk.ops.kan_linear(*leaves, 3)
+        grads = torch.autograd.grad(y.float().square().sum(), [leaves[i] for i in (0, 2, 3, 4)])
+        dl = [t.detach().double().requires_grad_() for t in leaves]
+        yr = reference.kan_linear(*dl, 3)
+        want = torch.autograd.grad(yr.square().sum(), [dl[i] for i in (0, 2, 3, 4)])
+        for g, w in zip(grads, want):
+            assert rel_err(g, w) <= 10 * REL[dtype], f"{backend} {dtype}: {rel_err(g, w):.3g}"
+
+
+def test_deterministic(backend, rng):
+    args = make(rng, 40, 7, 9, 5, 3, torch.float32)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    go = torch.randn(40, 9, generator=rng)
+    runs = [torch.autograd.grad(swisk.ops.kan_linear(*leaves, 3), [leaves[i] for i in (0, 2, 3, 4)], go)
+            for _ in range(2)]
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+@pytest.mark.parametrize("order", [1, 3])
+def test_gradcheck_fp64(rng, order):
+    x, grid, bw, sw, sc = make(rng, 6, 3, 4, 4, order)
+    x = x[3:].clone()  # away from the knots: the bases are only piecewise smooth
+    x = (x + 1e-3).requires_grad_()
+    ws = [t.requires_grad_() for t in (bw, sw, sc)]
+    assert torch.autograd.gradcheck(lambda x, b, s, c: swisk.ops.kan_linear(x, grid, b, s, c, order), (x, *ws))
+    assert torch.autograd.gradcheck(lambda x, s: swisk.ops.kan_linear(x, grid, None, s, None, order), (x, ws[1]))
+
+
+def test_opcheck(rng):
+    x, grid, bw, sw, sc = make(rng, 5, 4, 3, 5, 3, torch.float32)
+    x.requires_grad_()
+    bw.requires_grad_()
+    torch.library.opcheck(torch.ops.swisk.kan_linear.default, (x, grid, bw, sw, sc, 3))
+    torch.library.opcheck(torch.ops.swisk.kan_linear.default, (x, grid, None, sw, None, 3))
+    go = torch.randn(5, 3, generator=rng)
+    torch.library.opcheck(torch.ops.swisk.kan_linear_backward.default, (x.detach(), grid, bw.detach(), sw, sc, go, 3))
+
+
+def test_compile_fullgraph(rng):
+    x, grid, bw, sw, sc = make(rng, 8, 4, 5, 5, 3, torch.float32)
+
+    @torch.compile(fullgraph=True)
+    def f(x, bw):
+        return swisk.ops.kan_linear(torch.tanh(x), grid, bw, sw, sc, 3).square().sum()
+
+    xr = x.clone().requires_grad_()
+    loss = f(xr, bw)
+    loss.backward()
+    xe = x.clone().requires_grad_()
+    want = swisk.ops.kan_linear(torch.tanh(xe), grid, bw, sw, sc, 3).square().sum()
+    want.backward()
+    torch.testing.assert_close(loss, want)
+    torch.testing.assert_close(xr.grad, xe.grad)
+
+
+def test_autocast_cpu_bf16(rng):
+    x, grid, bw, sw, sc = make(rng, 16, 6, 7, 5, 3, torch.float32)
+    leaves = [t.clone().requires_grad_() for t in (x, bw, sw, sc)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = swisk.ops.kan_linear(leaves[0], grid, *leaves[1:], 3)
+    assert y.dtype == torch.bfloat16
+    cast = [t.to(torch.bfloat16) for t in (x, grid, bw, sw, sc)]
+    assert rel_err(y, ref(*cast, 3)) <= REL[torch.bfloat16]
+    y.float().sum().backward()
+    assert all(t.grad is not None and t.grad.dtype == torch.float32 for t in leaves)
+
+
+def bad(exc, match, *args):
+    with pytest.raises(exc, match=match):
+        swisk.ops.kan_linear(*args)
+
+
+def test_bad_inputs(rng):
+    x, grid, bw, sw, sc = make(rng, 3, 4, 5, 5, 3, torch.float32)
+    op = r"\[kan_linear\] "
+    bad(ValueError, op + r"grid: must be \(in, n_knots\) with in = x.shape\[-1\] = 4", x, grid[:3], bw, sw, sc, 3)
+    bad(ValueError, op + r"grid: must be \(in, n_knots\), got shape", x, grid[0], bw, sw, sc, 3)
+    bad(ValueError, op + r"spline_weight: must be \(out, in, n_basis\) with in = 4 and n_basis = n_knots - 1 - "
+        r"spline_order = 8", x, grid, bw, sw[:, :, :7], sc, 3)
+    bad(ValueError, op + r"spline_weight: must be \(out, in, n_basis\) with in = 4", x, grid, bw, sw[:, :3], sc, 3)
+    bad(ValueError, op + r"spline_weight: must be \(out, in, n_basis\), got shape", x, grid, bw, sw[0], sc, 3)
+    bad(ValueError, op + r"base_weight: must be \(out, in\) = \(5, 4\)", x, grid, bw[:4], sw, sc, 3)
+    bad(ValueError, op + r"base_weight: must be \(out, in\) = \(5, 4\)", x, grid, bw.T.contiguous(), sw, sc, 3)
+    bad(ValueError, op + r"spline_scaler: must be \(out, in\) = \(5, 4\)", x, grid, bw, sw, sc[:, :3], 3)
+    bad(ValueError, op + r"spline_weight: .* n_basis = n_knots - 1 - spline_order = 9", x, grid, bw, sw, sc, 2)
+    bad(ValueError, op + r"spline_order: must be >= 0", x, grid, bw, sw, sc, -1)
+    bad(ValueError, op + r"spline_order: at most 7 is supported", x, grid, bw, sw, sc, 9)
+    bad(ValueError, op + r"spline_order: 3 needs at least 5 knots", x, grid[:, :4], bw, sw, sc, 3)
+    bad(ValueError, op + r"x: must be \(\.\.\., in\)", x[0, 0], grid, bw, sw, sc, 3)
+    bad(TypeError, op + r"x: expected a floating-point tensor, got int64", x.long(), grid, bw, sw, sc, 3)
+    bad(TypeError, op + r"grid: dtype float64 differs from x's float32", x, grid.double(), bw, sw, sc, 3)
+    bad(TypeError, op + r"base_weight: dtype float16 differs from x's float32", x, grid, bw.half(), sw, sc, 3)
+    bad(TypeError, op + r"spline_weight: dtype float64 differs", x, grid, bw, sw.double(), sc, 3)
+    bad(TypeError, op + r"spline_scaler: dtype bfloat16 differs", x, grid, bw, sw, sc.bfloat16(), 3)
+    bad(TypeError, op + r"spline_order: expected an int", x, grid, bw, sw, sc, 3.0)
+    bad(TypeError, op + r"spline_weight: expected a torch.Tensor", x, grid, bw, None, sc, 3)
+    flat = grid.clone()
+    flat[1, 6] = flat[1, 5]
+    bad(ValueError, op + r"grid: knots must be strictly increasing; row 1 is not at index 6", x, flat, bw, sw, sc, 3)
+    down = grid.flip(-1).contiguous()
+    bad(ValueError, op + r"grid: knots must be strictly increasing; row 0 is not at index 1", x, down, bw, sw, sc, 3)
+    for b in ("cuda-emu", "metal-emu"):
+        with testing.backend(b):
+            d = [t.double() for t in (x, grid, bw, sw, sc)]
+            bad(TypeError, r"float64 is not supported", *d, 3)
