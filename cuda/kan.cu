@@ -66,14 +66,14 @@ static void backward(const KanLinearBackwardArgs& a) {
                    a.launch.stream, p, x, g, bw, sw, sc, gy, a.grad_x.ptr<T>());
     SWISK_LAUNCH(kan_backward_w_kernel<T>, dim3(tiles(1ull * p.in * (p.n_basis + 1), 1u << 30), tiles(p.out, 65535)),
                  block, a.launch.stream, p, x, g, gy, a.grad_base_weight.ptr<T>(), ws);
-    SWISK_LAUNCH(kan_backward_scale_kernel<T>, dim3(blocks_for(1ull * p.out * p.in, 256)), dim3(256),
+    SWISK_LAUNCH(kan_backward_scale_kernel<T>, dim3(grid_stride_blocks(1ull * p.out * p.in, 256)), dim3(256),
                  a.launch.stream, p, sw, sc, ws, a.grad_spline_weight.ptr<T>(), a.grad_spline_scaler.ptr<T>());
   });
 }
 
 void register_kan(Registry& r, Backend b) {
-  r.add<KanLinearArgs>("kan_linear", b, &forward, &supports_gpu_float<KanLinearArgs>);
-  r.add<KanLinearBackwardArgs>("kan_linear_backward", b, &backward, &supports_gpu_float<KanLinearBackwardArgs>);
+  r.add<KanLinearArgs>("kan_linear", b, &forward, &gpu_float_only<KanLinearArgs>);
+  r.add<KanLinearBackwardArgs>("kan_linear_backward", b, &backward, &gpu_float_only<KanLinearBackwardArgs>);
 }
 
 }  // namespace swisk::SWISK_CUDA_NS

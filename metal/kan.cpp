@@ -43,14 +43,14 @@ static void backward(const KanLinearBackwardArgs& a) {
     submit(a.launch, tile_plan("kan_backward_w", a.x.dtype, p, tiles(1ull * p.in * (p.n_basis + 1), 1u << 30),
                                tiles(p.out, 1u << 20), {&a.x, &a.grid, &a.grad_out, &a.grad_base_weight, &a.work}));
   if (want(2))
-    submit(a.launch, make_plan("kan_backward_scale", a.x.dtype, p, groups_for(1ull * p.out * p.in, 256), 256,
+    submit(a.launch, make_plan("kan_backward_scale", a.x.dtype, p, grid_stride_blocks(1ull * p.out * p.in, 256), 256,
                                {&a.spline_weight, &a.spline_scaler, &a.work, &a.grad_spline_weight,
                                 &a.grad_spline_scaler}));
 }
 
 void register_kan(Registry& r, Backend b) {
-  r.add<KanLinearArgs>("kan_linear", b, &forward, &supports_metal_float<KanLinearArgs>);
-  r.add<KanLinearBackwardArgs>("kan_linear_backward", b, &backward, &supports_metal_float<KanLinearBackwardArgs>);
+  r.add<KanLinearArgs>("kan_linear", b, &forward, &gpu_float_only<KanLinearArgs>);
+  r.add<KanLinearBackwardArgs>("kan_linear_backward", b, &backward, &gpu_float_only<KanLinearBackwardArgs>);
 }
 
 }  // namespace swisk::metal
