@@ -7,6 +7,7 @@ namespace swisk {
 namespace cuda_backend {
 
 void register_bspline(Registry& r, Backend b);
+void register_wavelet(Registry& r, Backend b);
 
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
@@ -16,7 +17,10 @@ void check_launch(const char* what) {
 
 }  // namespace cuda_backend
 
-void register_cuda_backend(Registry& r) { cuda_backend::register_bspline(r, Backend::cuda); }
+void register_cuda_backend(Registry& r) {
+  cuda_backend::register_bspline(r, Backend::cuda);
+  cuda_backend::register_wavelet(r, Backend::cuda);
+}
 
 bool cuda_compiled() { return true; }
 

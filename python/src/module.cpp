@@ -79,4 +79,5 @@ NB_MODULE(_C, m) {
   m.def("ops", [] { return registry().ops(); });
 
   bind::bind_spline(m);
+  bind::bind_wavelet(m);
 }

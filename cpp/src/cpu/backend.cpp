@@ -4,8 +4,12 @@
 namespace swisk {
 namespace cpu {
 void register_bspline(Registry& r);
+void register_wavelet(Registry& r);
 }
 
-void register_cpu_backend(Registry& r) { cpu::register_bspline(r); }
+void register_cpu_backend(Registry& r) {
+  cpu::register_bspline(r);
+  cpu::register_wavelet(r);
+}
 
 }  // namespace swisk

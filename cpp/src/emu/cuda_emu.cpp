@@ -3,9 +3,13 @@
 #include "emu/cuda_shim.h"
 
 #include "../../../cuda/bspline.cu"
+#include "../../../cuda/wavelet.cu"
 
 namespace swisk {
 
-void register_cuda_emu_backend(Registry& r) { cuda_emu::register_bspline(r, Backend::cuda_emu); }
+void register_cuda_emu_backend(Registry& r) {
+  cuda_emu::register_bspline(r, Backend::cuda_emu);
+  cuda_emu::register_wavelet(r, Backend::cuda_emu);
+}
 
 }  // namespace swisk

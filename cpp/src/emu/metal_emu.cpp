@@ -29,6 +29,7 @@ inline uint3 gdim() { return emu::metal_coord(emu::coords().grid_dim); }
   {"swisk_" #family "_f32", thunk<float>}, {"swisk_" #family "_f16", thunk<half>}, {"swisk_" #family "_bf16", thunk<bfloat>}
 
 #include "emu/metal_bspline.h"
+#include "emu/metal_wavelet.h"
 
 struct KernelEntry {
   const char* name;
@@ -36,6 +37,7 @@ struct KernelEntry {
 };
 const KernelEntry kKernels[] = {
     SWISK_METAL_BSPLINE_KERNELS,
+    SWISK_METAL_WAVELET_KERNELS,
 };
 
 }  // namespace
