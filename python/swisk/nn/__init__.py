@@ -1,2 +1,4 @@
 """Drop-in layers built on the swisk ops."""
-__all__: list = []
+from .wavelet import WaveletKAN, WaveletKANLinear
+
+__all__: list = ["WaveletKAN", "WaveletKANLinear"]
