@@ -45,10 +45,6 @@ class WaveletKANLinear(nn.Module):
         else:
             self.register_parameter("base_weight", None)
         self.bn = nn.BatchNorm1d(out_features) if batch_norm else None
-        if wavelet_type == "shannon":
-            self.register_buffer("window", torch.hamming_window(in_features, periodic=False), persistent=False)
-        else:
-            self.window = None
         self.register_load_state_dict_pre_hook(WaveletKANLinear._map_wavkan_keys)
 
     @staticmethod
@@ -58,9 +54,13 @@ class WaveletKANLinear(nn.Module):
             state_dict[prefix + "base_weight"] = w
 
     def effective_weight(self) -> torch.Tensor:
-        """The weight the op sees: wavelet_weights, windowed for shannon."""
+        """The weight the op sees: wavelet_weights, windowed for shannon (the window in the weight's
+        precision, as Wav-KAN computes it in its input's)."""
         w = self.wavelet_weights
-        return w * self.window.to(w.dtype) if self.window is not None else w
+        if self.wavelet_type != "shannon":
+            return w
+        wdt = w.dtype if w.dtype in (torch.float32, torch.float64) else torch.float32
+        return w * torch.hamming_window(self.in_features, periodic=False, dtype=wdt, device=w.device).to(w.dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = ops.wavelet_kan(x, self.scale, self.translation, self.effective_weight(), self.wavelet_type)
