@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 
 # One module per op family, each with a CASES list (see cases.Case).
-FAMILIES = ["spline"]
+FAMILIES = ["spline", "wavelet"]
 
 
 def all_cases() -> list:
