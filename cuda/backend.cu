@@ -8,6 +8,7 @@ namespace cuda_backend {
 
 void register_bspline(Registry& r, Backend b);
 void register_kan(Registry& r, Backend b);
+void register_wavelet(Registry& r, Backend b);
 
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
@@ -20,6 +21,7 @@ void check_launch(const char* what) {
 void register_cuda_backend(Registry& r) {
   cuda_backend::register_bspline(r, Backend::cuda);
   cuda_backend::register_kan(r, Backend::cuda);
+  cuda_backend::register_wavelet(r, Backend::cuda);
 }
 
 bool cuda_compiled() { return true; }

@@ -5,15 +5,16 @@ namespace swisk {
 namespace metal {
 void register_bspline(Registry& r, Backend b);
 void register_kan(Registry& r, Backend b);
-}
+void register_wavelet(Registry& r, Backend b);
 
-void register_metal_backend(Registry& r) {
-  metal::register_bspline(r, Backend::metal);
-  metal::register_kan(r, Backend::metal);
+static void register_all(Registry& r, Backend b) {
+  register_bspline(r, b);
+  register_kan(r, b);
+  register_wavelet(r, b);
 }
-void register_metal_emu_backend(Registry& r) {
-  metal::register_bspline(r, Backend::metal_emu);
-  metal::register_kan(r, Backend::metal_emu);
-}
+}  // namespace metal
+
+void register_metal_backend(Registry& r) { metal::register_all(r, Backend::metal); }
+void register_metal_emu_backend(Registry& r) { metal::register_all(r, Backend::metal_emu); }
 
 }  // namespace swisk

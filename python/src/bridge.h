@@ -32,5 +32,6 @@ nb::object run(Args& a, const std::string& backend, uintptr_t stream, F&& fronte
 
 // One function per op family adds its ops to the module.
 void bind_spline(nb::module_& m);
+void bind_wavelet(nb::module_& m);
 
 }  // namespace swisk::bind

@@ -95,4 +95,5 @@ NB_MODULE(_C, m) {
   });
 
   bind::bind_spline(m);
+  bind::bind_wavelet(m);
 }

@@ -1,5 +1,6 @@
 """The public ops (torch.ops.swisk.* underneath, with Python-level argument checks)."""
 from ._ops.spline import basis as bspline_basis
 from ._ops.spline import kan_linear
+from ._ops.wavelet import kan as wavelet_kan
 
-__all__ = ["bspline_basis", "kan_linear"]
+__all__ = ["bspline_basis", "kan_linear", "wavelet_kan"]

@@ -4,12 +4,14 @@
 
 #include "../../../cuda/bspline.cu"
 #include "../../../cuda/kan.cu"
+#include "../../../cuda/wavelet.cu"
 
 namespace swisk {
 
 void register_cuda_emu_backend(Registry& r) {
   cuda_emu::register_bspline(r, Backend::cuda_emu);
   cuda_emu::register_kan(r, Backend::cuda_emu);
+  cuda_emu::register_wavelet(r, Backend::cuda_emu);
 }
 
 }  // namespace swisk

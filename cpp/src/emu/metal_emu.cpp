@@ -30,6 +30,7 @@ inline uint3 gdim() { return emu::metal_coord(emu::coords().grid_dim); }
 
 #include "emu/metal_bspline.h"
 #include "emu/metal_kan.h"
+#include "emu/metal_wavelet.h"
 
 struct KernelEntry {
   const char* name;
@@ -38,6 +39,7 @@ struct KernelEntry {
 const KernelEntry kKernels[] = {
     SWISK_METAL_BSPLINE_KERNELS,
     SWISK_METAL_KAN_KERNELS,
+    SWISK_METAL_WAVELET_KERNELS,
 };
 
 }  // namespace

@@ -7,7 +7,7 @@ import importlib
 import torch
 
 # One module per op family, each with a CASES list (see cases.Case).
-FAMILIES = ["spline"]
+FAMILIES = ["spline", "wavelet"]
 
 
 def all_cases() -> list:

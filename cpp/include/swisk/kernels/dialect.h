@@ -111,6 +111,9 @@ struct sk_acc<double> {
 // ---- math shim: the only place the kernels meet a math library ----------------------------------
 #if defined(SWISK_DIALECT_METAL)
 SWISK_FN float sk_exp(float x) { return metal::precise::exp(x); }
+SWISK_FN float sk_exp2(float x) { return metal::precise::exp2(x); }
+SWISK_FN float sk_sinpi(float x) { return metal::precise::sinpi(x); }
+SWISK_FN float sk_cospi(float x) { return metal::precise::cospi(x); }
 SWISK_FN float sk_cos(float x) { return metal::precise::cos(x); }
 SWISK_FN float sk_sin(float x) { return metal::precise::sin(x); }
 SWISK_FN float sk_sqrt(float x) { return metal::precise::sqrt(x); }
@@ -120,6 +123,9 @@ SWISK_FN bool sk_isinf(float x) { return metal::isinf(x); }
 SWISK_FN float sk_nan(float) { return NAN; }
 #elif defined(SWISK_DIALECT_CUDA)
 SWISK_FN float sk_exp(float x) { return ::expf(x); }
+SWISK_FN float sk_exp2(float x) { return ::exp2f(x); }
+SWISK_FN float sk_sinpi(float x) { return ::sinpif(x); }
+SWISK_FN float sk_cospi(float x) { return ::cospif(x); }
 SWISK_FN float sk_cos(float x) { return ::cosf(x); }
 SWISK_FN float sk_sin(float x) { return ::sinf(x); }
 SWISK_FN float sk_sqrt(float x) { return ::sqrtf(x); }

@@ -1,0 +1,183 @@
+// CPU wavelet KAN. The inputs are packed once into the accumulator type with rows padded to the lane
+// count; the hot loops run over lanes of features and vectorise (an AVX2+FMA clone and a baseline one).
+// Forward: blocks of (rows x out), each output reduced over lanes then across them in a fixed order.
+// Backward, one pass: a block of L input features owns every reduction touching them (the parameter
+// gradients over the batch, dx over out), so nothing is shared between threads and the order is fixed.
+#include "swisk/ops/wavelet.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "dtype_dispatch.h"
+#include "parallel.h"
+#include "vec_math.h"
+
+namespace swisk::cpu {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define SK_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define SK_CLONES
+#endif
+
+template <typename A>
+constexpr int lanes() {
+  return sizeof(A) == 4 ? 16 : 8;
+}
+
+// Padded lanes hold x = 0, translation = 0, 1/scale = 1, weight = 0: they add exactly 0.
+template <typename A>
+struct Packed {
+  int64_t rows = 0, in = 0, out = 0, ld = 0;  // ld: in rounded up to the lane count
+  std::vector<A> x, tr, rc, w;
+};
+
+template <typename T, typename A>
+static Packed<A> pack(const TensorView& x, const TensorView& scale, const TensorView& trans, const TensorView& weight,
+                      const WaveletParams& p) {
+  constexpr int L = lanes<A>();
+  Packed<A> P;
+  P.rows = p.rows, P.in = p.in, P.out = p.out;
+  P.ld = std::max<int64_t>(L, (P.in + L - 1) / L * L);
+  P.x.assign(P.rows * P.ld, A(0));
+  P.tr.assign(P.out * P.ld, A(0));
+  P.rc.assign(P.out * P.ld, A(1));
+  P.w.assign(P.out * P.ld, A(0));
+  const T *xs = x.ptr<const T>(), *ss = scale.ptr<const T>(), *ts = trans.ptr<const T>(), *ws = weight.ptr<const T>();
+  parallel_for(P.rows, 64, [&](int64_t lo, int64_t hi) {
+    for (int64_t n = lo; n < hi; ++n)
+      for (int64_t i = 0; i < P.in; ++i) P.x[n * P.ld + i] = A(float_of(xs[n * P.in + i]));
+  });
+  parallel_for(P.out, 64, [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o)
+      for (int64_t i = 0; i < P.in; ++i) {
+        const int64_t e = o * P.in + i;
+        P.tr[o * P.ld + i] = A(float_of(ts[e]));
+        P.rc[o * P.ld + i] = A(1) / A(float_of(ss[e]));
+        P.w[o * P.ld + i] = A(float_of(ws[e]));
+      }
+  });
+  return P;
+}
+
+// Lane accumulators summed pairwise, always in the same order.
+template <typename A, int L>
+SK_VEC_INLINE A lane_sum(const A* acc) {
+  A v[L];
+  for (int l = 0; l < L; ++l) v[l] = acc[l];
+  for (int h = L / 2; h > 0; h /= 2)
+    for (int l = 0; l < h; ++l) v[l] += v[l + h];
+  return v[0];
+}
+
+// y[n, o] for n in [n0, n1), o in [o0, o1).
+template <int K, typename T, typename A>
+SK_CLONES void fwd_block(const Packed<A>& P, T* y, int64_t n0, int64_t n1, int64_t o0, int64_t o1) {
+  constexpr int L = lanes<A>();
+  for (int64_t o = o0; o < o1; ++o) {
+    const A *tr = &P.tr[o * P.ld], *rc = &P.rc[o * P.ld], *w = &P.w[o * P.ld];
+    for (int64_t n = n0; n < n1; ++n) {
+      const A* x = &P.x[n * P.ld];
+      A acc[L] = {};
+      for (int64_t i = 0; i < P.ld; i += L)
+        for (int l = 0; l < L; ++l) {
+          const A t = (x[i + l] - tr[i + l]) * rc[i + l];
+          acc[l] += w[i + l] * wavelet_eval<K, false, CpuVecMath>(t).v;
+        }
+      y[n * P.out + o] = T(lane_sum<A, L>(acc));
+    }
+  }
+}
+
+// Every gradient that touches features [i0, i0 + L): gT is grad_out transposed (out, rows),
+// dxa a (rows, L) scratch for dx.
+template <int K, typename T, typename A>
+SK_CLONES void bwd_block(const Packed<A>& P, const A* gT, A* dxa, int64_t i0, T* dx, T* dscale, T* dtrans,
+                         T* dweight) {
+  constexpr int L = lanes<A>();
+  std::fill(dxa, dxa + P.rows * L, A(0));
+  for (int64_t o = 0; o < P.out; ++o) {
+    A tr[L], rc[L], wr[L], a1[L] = {}, a2[L] = {}, a3[L] = {};
+    for (int l = 0; l < L; ++l) {
+      tr[l] = P.tr[o * P.ld + i0 + l];
+      rc[l] = P.rc[o * P.ld + i0 + l];
+      wr[l] = P.w[o * P.ld + i0 + l] * rc[l];
+    }
+    const A* g = gT + o * P.rows;
+    for (int64_t n = 0; n < P.rows; ++n) {
+      const A gn = g[n];
+      const A* __restrict x = &P.x[n * P.ld + i0];
+      A* __restrict d = dxa + n * L;
+      for (int l = 0; l < L; ++l) {
+        const A t = (x[l] - tr[l]) * rc[l];
+        const WavVal<A> v = wavelet_eval<K, true, CpuVecMath>(t);
+        const A gd = gn * v.d;
+        a1[l] += gn * v.v;
+        a2[l] += gd;
+        a3[l] += gd * t;
+        d[l] += gd * wr[l];
+      }
+    }
+    for (int l = 0; l < L && i0 + l < P.in; ++l) {
+      const int64_t e = o * P.in + i0 + l;
+      dweight[e] = T(a1[l]);
+      dtrans[e] = T(-wr[l] * a2[l]);
+      dscale[e] = T(-wr[l] * a3[l]);
+    }
+  }
+  for (int64_t n = 0; n < P.rows; ++n)
+    for (int l = 0; l < L && i0 + l < P.in; ++l) dx[n * P.in + i0 + l] = T(dxa[n * L + l]);
+}
+
+static void forward(const WaveletKanArgs& a) {
+  const WaveletParams p = wavelet_params(a.x, a.weight, a.wavelet);
+  dispatch_float<true>(a.x.dtype, "wavelet_kan", [&](auto tag) {
+    using T = decltype(tag);
+    using A = typename sk_acc<T>::type;
+    const Packed<A> P = pack<T, A>(a.x, a.scale, a.translation, a.weight, p);
+    constexpr int64_t NB = 16, OB = 16;
+    const int64_t nb = (P.rows + NB - 1) / NB, ob = (P.out + OB - 1) / OB;
+    T* y = a.out.ptr<T>();
+    dispatch_wavelet(p.wavelet, [&](auto k) {
+      parallel_for(nb * ob, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t b = lo; b < hi; ++b) {
+          const int64_t n0 = b / ob * NB, o0 = b % ob * OB;
+          fwd_block<decltype(k)::value, T, A>(P, y, n0, std::min(n0 + NB, P.rows), o0, std::min(o0 + OB, P.out));
+        }
+      });
+    });
+  });
+}
+
+static void backward(const WaveletKanBackwardArgs& a) {
+  const WaveletParams p = wavelet_params(a.x, a.weight, a.wavelet);
+  dispatch_float<true>(a.x.dtype, "wavelet_kan_backward", [&](auto tag) {
+    using T = decltype(tag);
+    using A = typename sk_acc<T>::type;
+    constexpr int L = lanes<A>();
+    const Packed<A> P = pack<T, A>(a.x, a.scale, a.translation, a.weight, p);
+    std::vector<A> gT(P.out * P.rows);
+    const T* g = a.grad_out.ptr<const T>();
+    parallel_for(P.out, 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t o = lo; o < hi; ++o)
+        for (int64_t n = 0; n < P.rows; ++n) gT[o * P.rows + n] = A(float_of(g[n * P.out + o]));
+    });
+    const int64_t blocks = P.ld / L;
+    dispatch_wavelet(p.wavelet, [&](auto k) {
+      parallel_for(blocks, 1, [&](int64_t lo, int64_t hi) {
+        std::vector<A> dxa(P.rows * L);
+        for (int64_t b = lo; b < hi; ++b)
+          bwd_block<decltype(k)::value, T, A>(P, gT.data(), dxa.data(), b * L, a.grad_x.ptr<T>(),
+                                              a.grad_scale.ptr<T>(), a.grad_translation.ptr<T>(),
+                                              a.grad_weight.ptr<T>());
+      });
+    });
+  });
+}
+
+void register_wavelet(Registry& r) {
+  r.add<WaveletKanArgs>("wavelet_kan", Backend::cpu, &forward);
+  r.add<WaveletKanBackwardArgs>("wavelet_kan_backward", Backend::cpu, &backward);
+}
+
+}  // namespace swisk::cpu

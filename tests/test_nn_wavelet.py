@@ -1,0 +1,147 @@
+"""swisk.nn.WaveletKANLinear / WaveletKAN against a Wav-KAN-layout oracle built on swisk.reference."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+import swisk
+from swisk import reference, testing
+
+WAVELETS = list(reference.WAVELETS)
+
+
+class WavKANOracle(nn.Module):
+    """Wav-KAN's layer as its paper and code define it (parameter names included), on the reference op:
+    a (batch, out, in) formulation, the shannon Hamming window over the input index, then BatchNorm1d."""
+
+    def __init__(self, in_features, out_features, wavelet_type):
+        super().__init__()
+        self.wavelet_type = wavelet_type
+        self.scale = nn.Parameter(torch.ones(out_features, in_features))
+        self.translation = nn.Parameter(torch.zeros(out_features, in_features))
+        self.weight1 = nn.Parameter(torch.empty(out_features, in_features))  # declared, never used
+        self.wavelet_weights = nn.Parameter(torch.empty(out_features, in_features))
+        nn.init.uniform_(self.weight1, -1, 1)
+        nn.init.uniform_(self.wavelet_weights, -1, 1)
+        self.bn = nn.BatchNorm1d(out_features)
+
+    def forward(self, x):
+        t = (x.unsqueeze(1) - self.translation) / self.scale
+        psi = reference.wavelet(t, self.wavelet_type)
+        if self.wavelet_type == "shannon":
+            psi = psi * torch.hamming_window(t.shape[-1], periodic=False, dtype=t.dtype)
+        return self.bn((psi * self.wavelet_weights).sum(-1))
+
+
+def randomise(module, rng):
+    """Move every parameter and BN buffer off its initial value (scales kept away from 0)."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            noise = torch.randn(p.shape, generator=rng, dtype=torch.float64).to(p.dtype)
+            p.copy_(1 + 0.3 * noise if name.endswith("scale") and "bn" not in name else noise * 0.5)
+        for name, b in module.named_buffers():
+            if name.endswith("running_var"):
+                b.copy_(torch.rand(b.shape, generator=rng, dtype=torch.float64) + 0.5)
+            elif name.endswith("running_mean"):
+                b.copy_(torch.randn(b.shape, generator=rng, dtype=torch.float64) * 0.1)
+
+
+@pytest.mark.parametrize("wavelet", WAVELETS)
+def test_layer_matches_wavkan(backend, rng, wavelet):
+    dtypes = [torch.float64, torch.float32] if backend == "cpu" else [torch.float32]
+    for dtype in dtypes:
+        oracle = WavKANOracle(13, 6, wavelet).to(dtype)
+        randomise(oracle, rng)
+        layer = swisk.nn.WaveletKANLinear(13, 6, wavelet).to(dtype)
+        layer.load_state_dict(oracle.state_dict())  # Wav-KAN's keys, weight1 included
+        x = (torch.randn(17, 13, generator=rng, dtype=torch.float64) * 1.2).to(dtype)
+        tol = 1e-12 if dtype == torch.float64 else 1e-5
+        for mode in ("train", "eval"):
+            oracle.train(mode == "train"), layer.train(mode == "train")
+            xo, xl = x.clone().requires_grad_(), x.clone().requires_grad_()
+            want, got = oracle(xo), layer(xl)
+            assert ((got - want).abs().max() / want.abs().max()).item() <= tol, (mode, dtype)
+            go = torch.randn(want.shape, generator=rng, dtype=torch.float64).to(dtype)
+            gw = torch.autograd.grad(want, [xo, oracle.scale, oracle.translation, oracle.wavelet_weights], go)
+            gl = torch.autograd.grad(got, [xl, layer.scale, layer.translation, layer.wavelet_weights], go)
+            for a, b in zip(gl, gw):
+                assert ((a - b).abs().max() / b.abs().max()).item() <= tol * 20, (mode, dtype)
+        torch.testing.assert_close(layer.bn.running_mean, oracle.bn.running_mean)
+
+
+def test_init_and_names():
+    torch.manual_seed(0)
+    layer = swisk.nn.WaveletKANLinear(40, 7)
+    assert [n for n, _ in layer.named_parameters()] == ["scale", "translation", "wavelet_weights", "bn.weight",
+                                                        "bn.bias"]
+    assert torch.equal(layer.scale, torch.ones(7, 40)) and torch.equal(layer.translation, torch.zeros(7, 40))
+    bound = 1 / math.sqrt(40)  # kaiming uniform with a = sqrt(5)
+    w = layer.wavelet_weights
+    assert w.abs().max() <= bound and w.abs().max() > 0.8 * bound and w.std() > 0.4 * bound
+    plain = swisk.nn.WaveletKANLinear(4, 3, "dog", batch_norm=False)
+    assert plain.bn is None and "bn.weight" not in plain.state_dict()
+    base = swisk.nn.WaveletKANLinear(4, 3, base_activation=nn.SiLU())
+    assert "base_weight" in base.state_dict()
+
+
+def test_base_branch_and_weight1(rng):
+    oracle = WavKANOracle(5, 4, "morlet").double()
+    randomise(oracle, rng)
+    sd = oracle.state_dict()
+    layer = swisk.nn.WaveletKANLinear(5, 4, "morlet", base_activation=nn.SiLU()).double()
+    layer.load_state_dict(sd)  # weight1 -> base_weight
+    assert torch.equal(layer.base_weight, sd["weight1"])
+    layer.eval(), oracle.eval()
+    x = torch.randn(9, 5, generator=rng, dtype=torch.float64)
+    base = torch.nn.functional.linear(torch.nn.functional.silu(x), sd["weight1"])
+    bn = oracle.bn
+    want = oracle(x) + base * bn.weight / torch.sqrt(bn.running_var + bn.eps)  # BN is affine in eval
+    torch.testing.assert_close(layer(x), want, atol=1e-12, rtol=0)
+
+
+def test_leading_dims_without_batch_norm(backend, rng):
+    layer = swisk.nn.WaveletKANLinear(6, 5, "meyer", batch_norm=False)
+    randomise(layer, rng)
+    x = torch.randn(2, 3, 6, generator=rng) * 0.8
+    want = reference.wavelet_kan(x, layer.scale, layer.translation, layer.wavelet_weights, "meyer")
+    torch.testing.assert_close(layer(x), want, atol=1e-5, rtol=0)
+    assert layer(x[0, 0]).shape == (5,)
+
+
+def test_network_state_dict_and_training(rng):
+    net = swisk.nn.WaveletKAN([6, 8, 3], wavelet_type="shannon")
+    keys = set(net.state_dict())
+    assert {"layers.0.scale", "layers.0.translation", "layers.0.wavelet_weights", "layers.1.bn.running_var"} <= keys
+    oracle = nn.Module()
+    oracle.layers = nn.ModuleList([WavKANOracle(6, 8, "shannon"), WavKANOracle(8, 3, "shannon")])
+    randomise(oracle, rng)
+    net.load_state_dict(oracle.state_dict())
+    x = torch.randn(16, 6, generator=rng)
+    want = oracle.layers[1](oracle.layers[0](x))
+    torch.testing.assert_close(net(x), want, atol=1e-5, rtol=1e-5)
+    # a few steps of training reduce a loss
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    target = torch.randn(16, 3, generator=rng)
+    losses = []
+    for _ in range(20):
+        loss = ((net(x) - target) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
+def test_bad_wavelet_type():
+    with pytest.raises(ValueError, match=r"\[WaveletKANLinear\] wavelet: unknown wavelet 'bump'; valid: mexican_hat"):
+        swisk.nn.WaveletKANLinear(3, 2, "bump")
+
+
+def test_compile_layer(rng):
+    layer = swisk.nn.WaveletKANLinear(6, 4, "dog", batch_norm=False)
+    randomise(layer, rng)
+    f = torch.compile(layer, fullgraph=True)
+    x = torch.randn(5, 6, generator=rng)
+    torch.testing.assert_close(f(x), layer(x))
+    assert testing.backend_ids()[0] == "cpu"
