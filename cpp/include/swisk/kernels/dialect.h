@@ -21,6 +21,7 @@ using namespace metal;
 
 #if defined(SWISK_DIALECT_METAL)
 #define SWISK_FN inline
+#define SWISK_HD inline
 #define SWISK_GLOBAL device      // pointer into device memory
 #define SWISK_TG threadgroup     // pointer into threadgroup (shared) memory
 #define SWISK_CONST constant     // kernel parameter structs (read-only)
@@ -28,6 +29,7 @@ using namespace metal;
 #define SWISK_TABLE constant     // constant lookup tables at file scope
 #elif defined(SWISK_DIALECT_CUDA)
 #define SWISK_FN __device__ __forceinline__
+#define SWISK_HD __host__ __device__ __forceinline__  // also called by host launch code
 #define SWISK_GLOBAL
 #define SWISK_TG
 #define SWISK_CONST const
@@ -35,6 +37,7 @@ using namespace metal;
 #define SWISK_TABLE __device__ const
 #else
 #define SWISK_FN inline
+#define SWISK_HD inline
 #define SWISK_GLOBAL
 #define SWISK_TG
 #define SWISK_CONST const
@@ -44,12 +47,16 @@ using namespace metal;
 
 // Shared (threadgroup) arrays are declared in kernel entry points. The emulator runs one block at a
 // time, so a function-local static is exactly one block's shared memory there.
+// SWISK_SHARED_ALIGNED adds the 32-byte alignment that matrix-unit loads need.
 #if defined(SWISK_EMULATED)
 #define SWISK_SHARED(T, name, n) static SWISK_TG T name[n]
+#define SWISK_SHARED_ALIGNED(T, name, n) alignas(32) static SWISK_TG T name[n]
 #elif defined(__METAL_VERSION__)
 #define SWISK_SHARED(T, name, n) threadgroup T name[n]
+#define SWISK_SHARED_ALIGNED(T, name, n) threadgroup T name[n]
 #elif defined(SWISK_DIALECT_CUDA)
 #define SWISK_SHARED(T, name, n) __shared__ T name[n]
+#define SWISK_SHARED_ALIGNED(T, name, n) __shared__ __align__(32) T name[n]
 #endif
 
 #if defined(SWISK_DIALECT_METAL)

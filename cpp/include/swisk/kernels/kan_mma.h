@@ -1,0 +1,95 @@
+// Tensor-core forward of the fused KAN layer (CUDA fast path for fp16/bf16; emulated here).
+// y = A · Wpᵀ with A[n, i·(nb+1)] = silu(x[n,i]), A[n, i·(nb+1)+1+j] = B_j(x[n,i]) and Wp the packed
+// [base_weight | spline_weight·spline_scaler] (out, cpad). Tiles of A are built in shared memory inside
+// the main loop from x and the knots; A never reaches global memory.
+#pragma once
+
+#include "swisk/kernels/kan.h"
+#include "swisk/kernels/mma.h"
+
+#define SWISK_KAN_MMA_BM 64    // rows of y per block
+#define SWISK_KAN_MMA_BN 64    // outputs per block
+#define SWISK_KAN_MMA_BK 32    // packed columns per main-loop step
+#define SWISK_KAN_MMA_THREADS 128  // 4 warps, each a 32x32 quarter of the block tile
+
+// Packed columns: in·(n_basis+1) rounded up to a whole main-loop step.
+SWISK_HD sk_u32 kan_mma_cpad(sk_u32 in, sk_u32 n_basis) {
+  const sk_u32 c = in * (n_basis + 1);
+  return (c + SWISK_KAN_MMA_BK - 1) / SWISK_KAN_MMA_BK * SWISK_KAN_MMA_BK;
+}
+
+// wp[o, c] (grid-stride over out·cpad); padding columns are zero.
+template <typename T>
+SWISK_FN void kan_mma_pack_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* bw, SWISK_GLOBAL const T* sw,
+                                SWISK_GLOBAL const T* sc, SWISK_GLOBAL T* wp) {
+  typedef typename sk_acc<T>::type A;
+  const sk_u32 nq = p.n_basis + 1, cpad = kan_mma_cpad(p.in, p.n_basis);
+  const sk_u64 total = sk_u64(p.out) * cpad, step = sk_u64(id.bdx) * id.gdx;
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < total; e += step) {
+    const sk_u64 o = e / cpad;
+    const sk_u32 c = sk_u32(e % cpad), i = c / nq, q = c % nq;
+    A v = A(0);
+    if (i < p.in) {
+      const sk_u64 oi = o * p.in + i;
+      if (q == 0) v = p.has_base ? A(bw[oi]) : A(0);
+      else v = A(sw[oi * p.n_basis + q - 1]) * (p.has_scaler ? A(sc[oi]) : A(1));
+    }
+    wp[e] = T(v);
+  }
+}
+
+// One block per (BM rows, BN outputs) tile; as/bs: BM·BK and BN·BK operand tiles, cs: BM·BN fp32.
+template <typename T>
+SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* x,
+                                   SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* wp, SWISK_GLOBAL T* y,
+                                   SWISK_TG T* as, SWISK_TG T* bs, SWISK_TG float* cs) {
+  const sk_u32 BM = SWISK_KAN_MMA_BM, BN = SWISK_KAN_MMA_BN, BK = SWISK_KAN_MMA_BK, NT = SWISK_KAN_MMA_THREADS;
+  const sk_i32 M = SWISK_MAX_SPLINE_ORDER, k = sk_i32(p.order);
+  const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32, wr = warp / 2, wc = warp % 2;
+  const sk_u32 nq = p.n_basis + 1, cpad = kan_mma_cpad(p.in, p.n_basis);
+  const sk_u32 o0 = id.by * BN, row_tiles = (p.rows + BM - 1) / BM;
+  for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {  // uniform across the block
+    const sk_u32 n0 = rt * BM;
+    SkMmaAcc acc[2][2];
+    for (sk_u32 a = 0; a < 2; ++a)
+      for (sk_u32 b = 0; b < 2; ++b) sk_mma_zero(acc[a][b]);
+    for (sk_u32 c0 = 0; c0 < cpad; c0 += BK) {
+      for (sk_u32 e = tid; e < BM * BK; e += NT) as[e] = T(0.0f);
+      for (sk_u32 e = tid; e < BN * BK; e += NT) {  // B column-major: bs[oc·BK + cc]
+        const sk_u32 oc = e / BK, cc = e % BK;
+        bs[e] = o0 + oc < p.out ? wp[sk_u64(o0 + oc) * cpad + c0 + cc] : T(0.0f);
+      }
+      SWISK_BARRIER();
+      // silu and the non-zero bases of the (row, feature) pairs whose columns meet this step
+      const sk_u32 i_lo = c0 / nq, i_end = (c0 + BK + nq - 1) / nq;
+      const sk_u32 nf = (i_end < p.in ? i_end : p.in) - i_lo;
+      for (sk_u32 e = tid; e < BM * nf; e += NT) {
+        const sk_u32 r = e / nf, i = i_lo + e % nf, n = n0 + r;
+        if (n >= p.rows) continue;
+        const float xv = float(x[sk_u64(n) * p.in + i]);
+        const sk_i32 base = sk_i32(i * nq) - sk_i32(c0);
+        if (base >= 0 && base < sk_i32(BK)) as[r * BK + sk_u32(base)] = T(kan_silu(xv));
+        BsplineLocal<float> bl = bspline_local<float>(xv, grid + sk_u64(i) * p.n_knots, sk_i32(p.n_knots), k, false);
+        for (sk_i32 rr = 0; rr <= M; ++rr) {
+          const sk_i32 j = bl.span - M + rr, col = base + 1 + j;
+          if (rr >= M - k && bl.span >= 0 && j >= 0 && j < sk_i32(p.n_basis) && col >= 0 && col < sk_i32(BK))
+            as[r * BK + sk_u32(col)] = T(bl.v[rr]);
+        }
+      }
+      SWISK_BARRIER();
+      for (sk_u32 kk = 0; kk < BK; kk += 16)
+        for (sk_u32 a = 0; a < 2; ++a)
+          for (sk_u32 b = 0; b < 2; ++b)
+            sk_mma(acc[a][b], as + (wr * 32 + a * 16) * BK + kk, BK, bs + (wc * 32 + b * 16) * BK + kk, BK, lane);
+      SWISK_BARRIER();
+    }
+    for (sk_u32 a = 0; a < 2; ++a)
+      for (sk_u32 b = 0; b < 2; ++b) sk_mma_store(cs + (wr * 32 + a * 16) * BN + wc * 32 + b * 16, BN, acc[a][b], lane);
+    SWISK_BARRIER();
+    for (sk_u32 e = tid; e < BM * BN; e += NT) {
+      const sk_u32 r = e / BN, oc = e % BN;
+      if (n0 + r < p.rows && o0 + oc < p.out) y[sk_u64(n0 + r) * p.out + o0 + oc] = T(cs[e]);
+    }
+    SWISK_BARRIER();
+  }
+}

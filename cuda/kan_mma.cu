@@ -1,0 +1,55 @@
+// Tensor-core fast path of the KAN forward for fp16/bf16 (bodies: swisk/kernels/kan_mma.h).
+// On the emulator (cuda-emu) the same launches run with the scalar MMA twin.
+#include <type_traits>
+
+#include "launch.h"
+#include "dtype_dispatch.h"
+#include "swisk/kernels/kan_mma.h"
+#include "swisk/ops/kan.h"
+
+namespace swisk::SWISK_CUDA_NS {
+
+template <typename T>
+__global__ void kan_mma_pack_kernel(KanParams p, const T* bw, const T* sw, const T* sc, T* wp) {
+  kan_mma_pack_body<T>(cuda_idx(), p, bw, sw, sc, wp);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(SWISK_KAN_MMA_THREADS) kan_mma_forward_kernel(KanParams p, const T* x,
+                                                                                 const T* grid, const T* wp, T* y) {
+  SWISK_SHARED_ALIGNED(T, as, SWISK_KAN_MMA_BM * SWISK_KAN_MMA_BK);
+  SWISK_SHARED_ALIGNED(T, bs, SWISK_KAN_MMA_BN * SWISK_KAN_MMA_BK);
+  SWISK_SHARED_ALIGNED(float, cs, SWISK_KAN_MMA_BM * SWISK_KAN_MMA_BN);
+  kan_mma_forward_body<T>(cuda_idx(), p, x, grid, wp, y, as, bs, cs);
+}
+
+// Bytes of packed weights the fast path needs (0 when it does not apply to this dtype).
+int64_t kan_mma_workspace_bytes(DType d, int64_t in, int64_t out, int64_t n_basis) {
+  if (d != DType::f16 && d != DType::bf16) return 0;
+  return out * int64_t(kan_mma_cpad(sk_u32(in), sk_u32(n_basis))) * 2;
+}
+
+// Runs the forward on the matrix units when the dtype has them and the workspace holds the packed
+// weights; returns false otherwise (the portable kernel runs instead).
+bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p) {
+  const int64_t need = kan_mma_workspace_bytes(a.x.dtype, p.in, p.out, p.n_basis);
+  if (need == 0 || a.work.data == nullptr || a.work.numel() * int64_t(dtype_size(a.work.dtype)) < need) return false;
+  bool ran = false;
+  dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, sk_half> || std::is_same_v<T, sk_bfloat>) {
+      T* wp = static_cast<T*>(a.work.data);
+      const unsigned long long packed = 1ull * p.out * kan_mma_cpad(p.in, p.n_basis);
+      SWISK_LAUNCH(kan_mma_pack_kernel<T>, dim3(grid_stride_blocks(packed, 256)), dim3(256), a.launch.stream, p,
+                   a.base_weight.ptr<const T>(), a.spline_weight.ptr<const T>(), a.spline_scaler.ptr<const T>(), wp);
+      const unsigned row_tiles = (p.rows + SWISK_KAN_MMA_BM - 1) / SWISK_KAN_MMA_BM;
+      const dim3 grid(row_tiles < 65535u ? row_tiles : 65535u, (p.out + SWISK_KAN_MMA_BN - 1) / SWISK_KAN_MMA_BN);
+      SWISK_LAUNCH(kan_mma_forward_kernel<T>, grid, dim3(SWISK_KAN_MMA_THREADS), a.launch.stream, p,
+                   a.x.ptr<const T>(), a.grid.ptr<const T>(), wp, a.out.ptr<T>());
+      ran = true;
+    }
+  });
+  return ran;
+}
+
+}  // namespace swisk::SWISK_CUDA_NS
