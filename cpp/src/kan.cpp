@@ -57,8 +57,9 @@ std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& gri
 
 int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, Backend b, bool backward) {
   // CPU: knot-difference reciprocals (in, order, n_knots), the repacked weights (in, nb + 1, out) and,
-  // in backward, their gradient. GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward.
-  if (b == Backend::cpu) return in * order * (nb + 1 + order) + in * (nb + 1) * out * (backward ? 2 : 1);
+  // in backward, their gradient after a 128-element gap (no 4K aliasing between the two).
+  // GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward.
+  if (b == Backend::cpu) return in * order * (nb + 1 + order) + in * (nb + 1) * out * (backward ? 2 : 1) + 128;
   return backward ? out * in * nb : 0;
 }
 

@@ -22,7 +22,7 @@ namespace {
 
 constexpr int64_t kRows = 32;   // forward: rows per block (they reuse each feature's weight rows from cache)
 constexpr int64_t kOuts = 256;  // forward: outputs per accumulator chunk
-constexpr int64_t kFeats = 8;   // backward: features per pass over the batch
+constexpr int64_t kFeats = 1;   // backward: features per pass over the batch (their rows stay in L1)
 constexpr int64_t kBatch = 16;  // backward: rows whose bases are evaluated together
 
 template <typename T, typename A>
@@ -266,7 +266,7 @@ void backward(const KanLinearBackwardArgs& a) {
     using A = typename sk_acc<T>::type;
     const auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work);
     prepare(c);
-    A* gwt = c.wt + int64_t(p.in) * c.nq() * p.out;
+    A* gwt = c.wt + int64_t(p.in) * c.nq() * p.out + 128;  // see kan_linear_workspace
     std::fill(gwt, gwt + int64_t(p.in) * c.nq() * p.out, A(0));
     const T* gy = a.grad_out.ptr<const T>();
     T* gx = a.grad_x.ptr<T>();
