@@ -55,10 +55,11 @@ std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& gri
   return shape;
 }
 
-int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, Backend b, bool backward) {
-  // CPU: the repacked weights (in, nb + 1, out), and their gradient in backward.
+int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, Backend b, bool backward) {
+  // CPU: knot-difference reciprocals (in, order, n_knots), the repacked weights (in, nb + 1, out) and,
+  // in backward, their gradient after a 128-element gap (no 4K aliasing between the two).
   // GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward.
-  if (b == Backend::cpu) return in * (nb + 1) * out * (backward ? 2 : 1);
+  if (b == Backend::cpu) return in * order * (nb + 1 + order) + in * (nb + 1) * out * (backward ? 2 : 1) + 128;
   return backward ? out * in * nb : 0;
 }
 
@@ -112,7 +113,7 @@ void kan_linear(const KanLinearArgs& a) {
   check_inputs(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, b);
   check_output(op, "out", a.out, a.x, shape);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, b, false));
+  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, b, false));
   registry().run(op, a);
 }
 
@@ -132,7 +133,7 @@ void kan_linear_backward(const KanLinearBackwardArgs& a) {
   if (present(a.spline_scaler))
     check_output(op, "grad_spline_scaler", a.grad_spline_scaler, a.x, shape_of(a.spline_scaler));
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, b, true));
+  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, b, true));
   registry().run(op, a);
 }
 

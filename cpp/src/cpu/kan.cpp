@@ -11,34 +11,40 @@
 #include "dtype_dispatch.h"
 #include "parallel.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SWISK_HOT __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define SWISK_HOT
+// The wheel targets baseline x86-64: the hot loops are also compiled for AVX2+FMA (everything they call
+// is flattened into them) and picked at run time.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SWISK_X86_DISPATCH 1
 #endif
 
 namespace swisk::cpu {
 namespace {
 
-constexpr int M = SWISK_MAX_SPLINE_ORDER;
-constexpr int64_t kRows = 8;     // forward: rows per block (they share the feature's weight rows in cache)
-constexpr int64_t kOuts = 256;   // forward: outputs per accumulator chunk
-constexpr int64_t kFeats = 4;    // backward: features per pass over the batch
+constexpr int64_t kRows = 32;   // forward: rows per block (they reuse each feature's weight rows from cache)
+constexpr int64_t kOuts = 256;  // forward: outputs per accumulator chunk
+constexpr int64_t kFeats = 1;   // backward: features per pass over the batch (their rows stay in L1)
+constexpr int64_t kBatch = 16;  // backward: rows whose bases are evaluated together
 
 template <typename T, typename A>
 struct Ctx {
   KanParams p;
   const T *x, *grid, *bw, *sw, *sc;
-  A* wt;  // (in, nb + 1, out)
+  A* inv;  // (in, order, n_knots): 1 / (g[j+k] - g[j])
+  A* wt;   // (in, nb + 1, out): wt[i, 0, o] = bw[o, i]; wt[i, 1 + j, o] = sw[o, i, j] * sc[o, i]
   int64_t nq() const { return int64_t(p.n_basis) + 1; }
+  int64_t inv_size() const { return int64_t(p.in) * p.order * p.n_knots; }
 };
 
-// wt[i, 0, o] = bw[o, i]; wt[i, 1 + j, o] = sw[o, i, j] * sc[o, i].
+// Fills inv and wt, in parallel over features.
 template <typename T, typename A>
-void repack(const Ctx<T, A>& c) {
+void prepare(const Ctx<T, A>& c) {
   const KanParams& p = c.p;
+  const int64_t nk = p.n_knots;
   parallel_for(p.in, 8, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* g = c.grid + i * nk;
+      for (int64_t k = 1; k <= p.order; ++k)
+        for (int64_t j = 0; j + k < nk; ++j) c.inv[(i * p.order + k - 1) * nk + j] = A(1) / (A(g[j + k]) - A(g[j]));
       for (int64_t o = 0; o < p.out; ++o) {
         const int64_t oi = o * p.in + i;
         A* w = c.wt + i * c.nq() * p.out + o;
@@ -46,10 +52,11 @@ void repack(const Ctx<T, A>& c) {
         const A s = p.has_scaler ? A(c.sc[oi]) : A(1);
         for (int64_t j = 0; j < p.n_basis; ++j) w[(1 + j) * p.out] = A(c.sw[oi * p.n_basis + j]) * s;
       }
+    }
   });
 }
 
-// Coefficients of the K+2 rows of wt (and their pointers) that x[n, i] touches: slot 0 is silu's.
+// Coefficients (and derivatives) of the K+2 rows of wt that x[n, i] touches: slot 0 is silu's.
 template <int K, typename A>
 struct Local {
   A c[K + 2], d[K + 2];
@@ -57,26 +64,24 @@ struct Local {
 };
 
 template <int K, typename T, typename A>
-Local<K, A> local(const Ctx<T, A>& c, A xv, int64_t i, bool deriv) {
+Local<K, A> local(const Ctx<T, A>& c, A xv, int64_t i) {
   const KanParams& p = c.p;
   Local<K, A> l;
-  const auto b = bspline_local<A>(xv, c.grid + i * p.n_knots, int(p.n_knots), K, deriv);
+  const A* inv = c.inv + i * K * int64_t(p.n_knots);
+  const sk_i32 span = bspline_local_k<K>(xv, c.grid + i * p.n_knots, inv, sk_i32(p.n_knots), l.c + 1, l.d + 1);
   l.c[0] = p.has_base ? kan_silu(xv) : A(0);
   l.d[0] = p.has_base ? kan_silu_grad(xv) : A(0);
   l.row[0] = 0;
-  for (int q = 0; q <= K; ++q) {
-    const int64_t j = int64_t(b.span) - K + q;
-    const bool ok = (b.span >= 0 && j >= 0 && j < int64_t(p.n_basis)) || b.span == -2;
-    l.c[1 + q] = ok ? b.v[M - K + q] : A(0);
-    l.d[1 + q] = ok ? b.d[M - K + q] : A(0);
-    l.row[1 + q] = b.span >= 0 && ok ? 1 + j : 1;
+  for (int q = 0; q <= K; ++q) {  // bases outside [0, nb) are zero: point them at any valid row
+    const int64_t j = int64_t(span) - K + q;
+    l.row[1 + q] = j >= 0 && j < int64_t(p.n_basis) ? 1 + j : 1;
   }
   return l;
 }
 
 // acc[o] += sum_q c[q] * w[q][o] (local copies of the pointers and coefficients: no aliasing with acc).
 template <int K, typename A>
-SWISK_HOT void axpy_rows(A* __restrict acc, const A* const* w_in, const A* c_in, int64_t n) {
+void axpy_rows(A* __restrict acc, const A* const* w_in, const A* c_in, int64_t n) {
   const A* w[K + 2];
   A c[K + 2];
   for (int q = 0; q < K + 2; ++q) {
@@ -92,30 +97,33 @@ SWISK_HOT void axpy_rows(A* __restrict acc, const A* const* w_in, const A* c_in,
   }
 }
 
+// y[n_lo:n_hi, :]; the bases of a feature's rows are evaluated together (independent chains).
 template <int K, typename T, typename A>
 void forward_rows(const Ctx<T, A>& c, T* y, int64_t n_lo, int64_t n_hi) {
   const KanParams& p = c.p;
+  const int64_t nr = n_hi - n_lo;
   A acc[kRows][kOuts];
+  Local<K, A> l[kRows];
   for (int64_t o0 = 0; o0 < p.out; o0 += kOuts) {
     const int64_t on = std::min<int64_t>(kOuts, p.out - o0);
-    for (int64_t r = 0; r < n_hi - n_lo; ++r) std::fill(acc[r], acc[r] + on, A(0));
+    for (int64_t r = 0; r < nr; ++r) std::fill(acc[r], acc[r] + on, A(0));
     for (int64_t i = 0; i < p.in; ++i) {
       const A* wi = c.wt + i * c.nq() * p.out + o0;
-      for (int64_t r = 0; r < n_hi - n_lo; ++r) {
-        const auto l = local<K>(c, A(c.x[(n_lo + r) * p.in + i]), i, false);
+      for (int64_t r = 0; r < nr; ++r) l[r] = local<K>(c, A(c.x[(n_lo + r) * p.in + i]), i);
+      for (int64_t r = 0; r < nr; ++r) {
         const A* w[K + 2];
-        for (int q = 0; q < K + 2; ++q) w[q] = wi + l.row[q] * p.out;
-        axpy_rows<K, A>(acc[r], w, l.c, on);
+        for (int q = 0; q < K + 2; ++q) w[q] = wi + l[r].row[q] * p.out;
+        axpy_rows<K, A>(acc[r], w, l[r].c, on);
       }
     }
-    for (int64_t r = 0; r < n_hi - n_lo; ++r)
+    for (int64_t r = 0; r < nr; ++r)
       for (int64_t o = 0; o < on; ++o) y[(n_lo + r) * p.out + o0 + o] = T(acc[r][o]);
   }
 }
 
 // One (row, feature) of the backward: returns sum_o gy[o] sum_q d[q] w[q][o]; gw[q][o] += c[q] gy[o].
 template <int K, typename T, typename A>
-SWISK_HOT A backward_one(const A* const* w_in, A* const* gw_in, const A* c_in, const A* d_in, const T* gy,
+A backward_one(const A* const* w_in, A* const* gw_in, const A* c_in, const A* d_in, const T* gy,
                          int64_t n) {
   const A* w[K + 2];
   A* gw[K + 2];
@@ -141,23 +149,73 @@ SWISK_HOT A backward_one(const A* const* w_in, A* const* gw_in, const A* c_in, c
   return dx;
 }
 
+// Features [i_lo, i_hi): this thread owns their weight-gradient rows and walks the batch in order, in
+// blocks of kFeats features x kBatch rows whose bases are evaluated together.
 template <int K, typename T, typename A>
 void backward_features(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t i_lo, int64_t i_hi) {
   const KanParams& p = c.p;
+  Local<K, A> l[kBatch][kFeats];
   for (int64_t f0 = i_lo; f0 < i_hi; f0 += kFeats) {
-    const int64_t f1 = std::min(i_hi, f0 + kFeats);
-    for (int64_t n = 0; n < p.rows; ++n)
-      for (int64_t i = f0; i < f1; ++i) {
-        const auto l = local<K>(c, A(c.x[n * p.in + i]), i, true);
-        const A* w[K + 2];
-        A* gw[K + 2];
-        for (int q = 0; q < K + 2; ++q) {
-          w[q] = c.wt + (i * c.nq() + l.row[q]) * p.out;
-          gw[q] = gwt + (i * c.nq() + l.row[q]) * p.out;
+    const int64_t nf = std::min(i_hi - f0, kFeats);
+    for (int64_t n0 = 0; n0 < p.rows; n0 += kBatch) {
+      const int64_t nn = std::min<int64_t>(kBatch, p.rows - n0);
+      for (int64_t r = 0; r < nn; ++r)
+        for (int64_t f = 0; f < nf; ++f) l[r][f] = local<K>(c, A(c.x[(n0 + r) * p.in + f0 + f]), f0 + f);
+      for (int64_t r = 0; r < nn; ++r)
+        for (int64_t f = 0; f < nf; ++f) {
+          const int64_t base = (f0 + f) * c.nq();
+          const A* w[K + 2];
+          A* gw[K + 2];
+          for (int q = 0; q < K + 2; ++q) {
+            w[q] = c.wt + (base + l[r][f].row[q]) * p.out;
+            gw[q] = gwt + (base + l[r][f].row[q]) * p.out;
+          }
+          gx[(n0 + r) * p.in + f0 + f] =
+              T(backward_one<K, T, A>(w, gw, l[r][f].c, l[r][f].d, gy + (n0 + r) * p.out, p.out));
         }
-        gx[n * p.in + i] = T(backward_one<K, T, A>(w, gw, l.c, l.d, gy + n * p.out, p.out));
-      }
+    }
   }
+}
+
+// forward_rows / backward_features for this CPU: an AVX2+FMA build where the CPU has both.
+#if defined(SWISK_X86_DISPATCH)
+template <int K, typename T, typename A>
+__attribute__((target("avx2,fma"), flatten)) void forward_rows_avx2(const Ctx<T, A>& c, T* y, int64_t lo, int64_t hi) {
+  forward_rows<K>(c, y, lo, hi);
+}
+template <int K, typename T, typename A>
+__attribute__((target("avx2,fma"), flatten)) void backward_features_avx2(const Ctx<T, A>& c, const T* gy, T* gx,
+                                                                        A* gwt, int64_t lo, int64_t hi) {
+  backward_features<K>(c, gy, gx, gwt, lo, hi);
+}
+const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+
+template <int K, typename T, typename A>
+__attribute__((flatten)) void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t lo, int64_t hi) {
+#if defined(SWISK_X86_DISPATCH)
+  if (kHasAvx2) return forward_rows_avx2<K>(c, y, lo, hi);
+#endif
+  forward_rows<K>(c, y, lo, hi);
+}
+
+template <int K, typename T, typename A>
+__attribute__((flatten)) void backward_features_any(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t lo,
+                                                    int64_t hi) {
+#if defined(SWISK_X86_DISPATCH)
+  if (kHasAvx2) return backward_features_avx2<K>(c, gy, gx, gwt, lo, hi);
+#endif
+  backward_features<K>(c, gy, gx, gwt, lo, hi);
+}
+
+// Rows per parallel chunk: kRows, fewer when that would leave threads idle (results do not depend on it).
+int64_t row_grain(int64_t rows) {
+#if defined(_OPENMP)
+  const int64_t per_thread = (rows + omp_get_max_threads() - 1) / omp_get_max_threads();
+  return std::max<int64_t>(1, std::min(kRows, per_thread));
+#else
+  return kRows;
+#endif
 }
 
 // Calls f(std::integral_constant<int, K>) for the runtime spline order.
@@ -181,8 +239,9 @@ Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& 
                                           const TensorView& bw, const TensorView& sw, const TensorView& sc,
                                           const TensorView& work) {
   using A = typename sk_acc<T>::type;
-  return Ctx<T, A>{p, x.ptr<const T>(), grid.ptr<const T>(), bw.ptr<const T>(), sw.ptr<const T>(),
-                   sc.ptr<const T>(), work.ptr<A>()};
+  A* inv = work.ptr<A>();
+  return Ctx<T, A>{p,   x.ptr<const T>(), grid.ptr<const T>(), bw.ptr<const T>(), sw.ptr<const T>(), sc.ptr<const T>(),
+                   inv, inv + int64_t(p.in) * p.order * p.n_knots};
 }
 
 void forward(const KanLinearArgs& a) {
@@ -190,11 +249,11 @@ void forward(const KanLinearArgs& a) {
   dispatch_float<true>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
     const auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work);
-    repack(c);
+    prepare(c);
     T* y = a.out.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
-      parallel_for(p.rows, kRows, [&](int64_t lo, int64_t hi) {
-        for (int64_t n = lo; n < hi; n += kRows) forward_rows<k()>(c, y, n, std::min(hi, n + kRows));
+      parallel_for(p.rows, row_grain(p.rows), [&](int64_t lo, int64_t hi) {
+        for (int64_t n = lo; n < hi; n += kRows) forward_rows_any<k()>(c, y, n, std::min(hi, n + kRows));
       });
     });
   });
@@ -206,13 +265,13 @@ void backward(const KanLinearBackwardArgs& a) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
     const auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work);
-    repack(c);
-    A* gwt = c.wt + int64_t(p.in) * c.nq() * p.out;
+    prepare(c);
+    A* gwt = c.wt + int64_t(p.in) * c.nq() * p.out + 128;  // see kan_linear_workspace
     std::fill(gwt, gwt + int64_t(p.in) * c.nq() * p.out, A(0));
     const T* gy = a.grad_out.ptr<const T>();
     T* gx = a.grad_x.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
-      parallel_for(p.in, kFeats, [&](int64_t lo, int64_t hi) { backward_features<k()>(c, gy, gx, gwt, lo, hi); });
+      parallel_for(p.in, kFeats, [&](int64_t lo, int64_t hi) { backward_features_any<k()>(c, gy, gx, gwt, lo, hi); });
     });
     // gwt (in, nb + 1, out) -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler.
     T *gbw = a.grad_base_weight.ptr<T>(), *gsw = a.grad_spline_weight.ptr<T>(), *gsc = a.grad_spline_scaler.ptr<T>();

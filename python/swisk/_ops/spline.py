@@ -94,9 +94,9 @@ def _kan_shape(op, x, grid, bw, sw, sc, spline_order, data=True):
     return (*x.shape[:-1], sw.shape[0])
 
 
-def _kan_work(x, sw, backward):
+def _kan_work(x, sw, spline_order, backward):
     """Scratch the backend asks for: fp32 (fp64 for fp64 inputs), allocated here, never in C++."""
-    n = _C.kan_linear_workspace(sw.shape[1], sw.shape[0], sw.shape[2], backend_for(x), backward)
+    n = _C.kan_linear_workspace(sw.shape[1], sw.shape[0], sw.shape[2], spline_order, backend_for(x), backward)
     dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     return torch.empty(n, dtype=dtype, device=x.device) if n else None
 
@@ -106,7 +106,7 @@ def kan_linear_op(x: Tensor, grid: Tensor, base_weight: Optional[Tensor], spline
                   spline_scaler: Optional[Tensor], spline_order: int) -> Tensor:
     x, grid, bw, sw, sc = _prep(x, grid, base_weight, spline_weight, spline_scaler)
     out = torch.empty(_kan_shape("kan_linear", x, grid, bw, sw, sc, spline_order), dtype=x.dtype, device=x.device)
-    _kan_call(_C.kan_linear, [x, grid, bw, sw, sc, out, _kan_work(x, sw, False)], spline_order)
+    _kan_call(_C.kan_linear, [x, grid, bw, sw, sc, out, _kan_work(x, sw, spline_order, False)], spline_order)
     return out
 
 
@@ -125,7 +125,7 @@ def kan_linear_backward_op(x: Tensor, grid: Tensor, base_weight: Optional[Tensor
     gx, gsw = torch.empty_like(x), torch.empty_like(sw)
     gbw = None if bw is None else torch.empty_like(bw)
     gsc = None if sc is None else torch.empty_like(sc)
-    work = _kan_work(x, sw, True)
+    work = _kan_work(x, sw, spline_order, True)
     tensors = [x, grid, bw, sw, sc, gy, gx, gbw, gsw, gsc, work]
     metal = backend_for(x) in ("mps", "metal-emu")  # Metal runs one kernel per call: stage by stage
     for stage in ((0, 1, 2) if metal else (-1,)):

@@ -28,6 +28,52 @@ SWISK_FN A kan_silu_grad(A x) {
   return s * (A(1) + x * (A(1) - s));
 }
 
+#if defined(SWISK_DIALECT_CPP) && defined(__GNUC__) && !defined(__clang__)
+#define SWISK_KAN_UNROLL _Pragma("GCC unroll 16")
+#else
+#define SWISK_KAN_UNROLL
+#endif
+
+// The K+1 bases that can be non-zero at x, for a compile-time order K (the CPU's hot path): v[r] is
+// B_{span-K+r}, dv[r] its derivative; span -1 outside the grid, -2 for NaN (v = dv = NaN). The same
+// truncated Cox–de Boor recursion as bspline_local, with each level's quotient B_{j,k-1} / (g[j+k] - g[j])
+// shared by its two neighbours and taken from inv[(k-1) * n_knots + j] = 1 / (g[j+k] - g[j]); a
+// branch-free knot search.
+template <int K, typename A, typename P, typename Q>
+SWISK_FN sk_i32 bspline_local_k(A x, P g, Q inv, sk_i32 n_knots, SWISK_THREAD A* v, SWISK_THREAD A* dv) {
+  for (sk_i32 r = 0; r <= K; ++r) v[r] = dv[r] = A(0);
+  if (sk_isnan(x)) {
+    for (sk_i32 r = 0; r <= K; ++r) v[r] = dv[r] = x;
+    return -2;
+  }
+  if (!(x >= A(g[0]) && x < A(g[n_knots - 1]))) return -1;
+  sk_i32 s = 0;  // last knot <= x, by halving [s, s + len)
+  for (sk_i32 len = n_knots - 1; len > 1;) {
+    const sk_i32 half = len / 2;
+    s = x >= A(g[s + half]) ? s + half : s;
+    len -= half;
+  }
+  const sk_i32 top = n_knots - 2;  // B_{j,k} exists for 0 <= j <= top - k
+  A q[K + 2];
+  v[K] = A(1);
+  SWISK_KAN_UNROLL
+  for (sk_i32 k = 1; k <= K; ++k) {
+    SWISK_KAN_UNROLL
+    for (sk_i32 r = 0; r <= K + 1; ++r) {
+      const sk_i32 j = s - K + r;
+      const bool live = r >= K - k + 1 && r <= K && j >= 0 && j <= top - (k - 1);
+      q[r] = live ? v[r] * A(inv[(k - 1) * n_knots + j]) : A(0);
+    }
+    SWISK_KAN_UNROLL
+    for (sk_i32 r = K - k; r <= K; ++r) {
+      const sk_i32 j = s - K + r;
+      v[r] = (j >= 0 && j <= top - k) ? (x - A(g[j])) * q[r] + (A(g[j + k + 1]) - x) * q[r + 1] : A(0);
+      if (k == K) dv[r] = (j >= 0 && j <= top - k) ? A(K) * (q[r] - q[r + 1]) : A(0);
+    }
+  }
+  return s;
+}
+
 // The tiled bodies need block barriers: GPU dialects and the emulators (not the plain CPU backend).
 #if defined(SWISK_BARRIER)
 
