@@ -39,9 +39,13 @@ static unsigned tiles(unsigned long long n, unsigned cap) {
   return unsigned(t == 0 ? 1 : (t > cap ? cap : t));
 }
 
+// cuda/kan_mma.cu: the tensor-core forward (fp16/bf16); false when it does not apply.
+bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p);
+
 static void forward(const KanLinearArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   if (p.rows == 0 || p.out == 0) return;
+  if (kan_mma_forward(a, p)) return;
   const dim3 grid(tiles(p.rows, 1u << 20), tiles(p.out, 65535)), block(kTile, kTile);
   dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);

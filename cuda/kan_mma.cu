@@ -23,23 +23,18 @@ __global__ void __launch_bounds__(SWISK_KAN_MMA_THREADS) kan_mma_forward_kernel(
   kan_mma_forward_body<T>(cuda_idx(), p, x, grid, wp, y, as, bs, cs);
 }
 
-// Bytes of packed weights the fast path needs (0 when it does not apply to this dtype).
-int64_t kan_mma_workspace_bytes(DType d, int64_t in, int64_t out, int64_t n_basis) {
-  if (d != DType::f16 && d != DType::bf16) return 0;
-  return out * int64_t(kan_mma_cpad(sk_u32(in), sk_u32(n_basis))) * 2;
-}
-
 // Runs the forward on the matrix units when the dtype has them and the workspace holds the packed
 // weights; returns false otherwise (the portable kernel runs instead).
 bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p) {
-  const int64_t need = kan_mma_workspace_bytes(a.x.dtype, p.in, p.out, p.n_basis);
-  if (need == 0 || a.work.data == nullptr || a.work.numel() * int64_t(dtype_size(a.work.dtype)) < need) return false;
+  const int64_t need = int64_t(kan_mma_packed(p.in, p.out, p.n_basis)) * 2;
+  const bool half = a.x.dtype == DType::f16 || a.x.dtype == DType::bf16;
+  if (!half || a.work.data == nullptr || a.work.numel() * int64_t(dtype_size(a.work.dtype)) < need) return false;
   bool ran = false;
   dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, sk_half> || std::is_same_v<T, sk_bfloat>) {
       T* wp = static_cast<T*>(a.work.data);
-      const unsigned long long packed = 1ull * p.out * kan_mma_cpad(p.in, p.n_basis);
+      const unsigned long long packed = kan_mma_packed(p.in, p.out, p.n_basis);
       SWISK_LAUNCH(kan_mma_pack_kernel<T>, dim3(grid_stride_blocks(packed, 256)), dim3(256), a.launch.stream, p,
                    a.base_weight.ptr<const T>(), a.spline_weight.ptr<const T>(), a.spline_scaler.ptr<const T>(), wp);
       const unsigned row_tiles = (p.rows + SWISK_KAN_MMA_BM - 1) / SWISK_KAN_MMA_BM;

@@ -1,6 +1,8 @@
 // Frontends of the fused KAN linear op: validate every argument, then dispatch.
 #include "swisk/ops/kan.h"
 
+#include "swisk/kernels/kan_mma.h"
+
 #include "validate.h"
 
 namespace swisk {
@@ -55,12 +57,15 @@ std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& gri
   return shape;
 }
 
-int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, Backend b, bool backward) {
+int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, DType d, Backend b, bool backward) {
   // CPU: knot-difference reciprocals (in, order, n_knots), the repacked weights (in, nb + 1, out) and,
   // in backward, their gradient after a 128-element gap (no 4K aliasing between the two).
-  // GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward.
+  // GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward; the CUDA tensor-core
+  // forward (fp16/bf16): the packed 16-bit weights (out, cpad), counted in fp32 elements.
   if (b == Backend::cpu) return in * order * (nb + 1 + order) + in * (nb + 1) * out * (backward ? 2 : 1) + 128;
-  return backward ? out * in * nb : 0;
+  if (backward) return out * in * nb;
+  const bool mma = (b == Backend::cuda || b == Backend::cuda_emu) && (d == DType::f16 || d == DType::bf16);
+  return mma ? int64_t(kan_mma_packed(sk_u32(in), sk_u32(out), sk_u32(nb)) + 1) / 2 : 0;
 }
 
 KanParams kan_params(const TensorView& x, const TensorView& grid, const TensorView& bw, const TensorView& sw,
@@ -113,7 +118,7 @@ void kan_linear(const KanLinearArgs& a) {
   check_inputs(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, b);
   check_output(op, "out", a.out, a.x, shape);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, b, false));
+  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, false));
   registry().run(op, a);
 }
 
@@ -133,7 +138,7 @@ void kan_linear_backward(const KanLinearBackwardArgs& a) {
   if (present(a.spline_scaler))
     check_output(op, "grad_spline_scaler", a.grad_spline_scaler, a.x, shape_of(a.spline_scaler));
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, b, true));
+  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, true));
   registry().run(op, a);
 }
 

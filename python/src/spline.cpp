@@ -26,9 +26,9 @@ void bind_spline(nb::module_& m) {
     return kan_linear_shape(view(x), view(grid), view_or_none(bw), view(sw), view_or_none(sc), order,
                             backend_from_name(backend));
   }, "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "order"_a, "backend"_a);
-  m.def("kan_linear_workspace", [](int64_t in, int64_t out, int64_t n_basis, int order, const std::string& backend,
-                                   bool backward) {
-    return kan_linear_workspace(in, out, n_basis, order, backend_from_name(backend), backward);
+  m.def("kan_linear_workspace", [](int64_t in, int64_t out, int64_t n_basis, int order, int dtype,
+                                   const std::string& backend, bool backward) {
+    return kan_linear_workspace(in, out, n_basis, order, DType(dtype), backend_from_name(backend), backward);
   });
   m.def("kan_linear", [](nb::handle x, nb::handle grid, nb::handle bw, nb::handle sw, nb::handle sc, nb::handle out,
                          nb::handle work, int order, const std::string& backend, uintptr_t stream) {

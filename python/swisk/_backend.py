@@ -30,6 +30,11 @@ def view(op: str, arg: str, t: torch.Tensor, data: bool = True) -> tuple:
     return (ptr, _DTYPES[t.dtype], tuple(t.shape), tuple(t.stride()), _DEVICES[t.device.type], t.device.index or 0)
 
 
+def dtype_code(dtype: torch.dtype) -> int:
+    """The core's code of a torch dtype."""
+    return _DTYPES[dtype]
+
+
 def cpu_backend() -> str:
     """Which backend runs ops on CPU tensors: 'cpu', or an emulator ('cuda-emu', 'metal-emu') in tests."""
     return getattr(_state, "cpu_backend", "cpu")

@@ -56,7 +56,7 @@ void check_backend(const Problem& P, Backend be, double tol) {
   auto x = cast<T>(P.x), grid = cast<T>(P.grid), bw = cast<T>(P.bw), sw = cast<T>(P.sw), sc = cast<T>(P.sc);
   auto gy = cast<T>(P.gy);
   std::vector<T> y(P.rows * P.out), gx(P.rows * P.in), gbw(bw.size()), gsw(sw.size()), gsc(sc.size());
-  std::vector<T> work(size_t(kan_linear_workspace(P.in, P.out, P.nb(), P.order, be, true)) + 1);
+  std::vector<T> work(size_t(kan_linear_workspace(P.in, P.out, P.nb(), P.order, dtype_of<T>(), be, true)) + 1);
   const int64_t R = P.rows, I = P.in, O = P.out, K = P.nk(), NB = P.nb();
   KanLinearArgs f{make_view(x, {R, I}), make_view(grid, {I, K}), make_view(bw, {O, I}), make_view(sw, {O, I, NB}),
                   make_view(sc, {O, I}), make_view(y, {R, O}), make_view(work, {int64_t(work.size())}), P.order, {}};
@@ -115,7 +115,7 @@ TEST(KanLinear, EveryBackendFp32MatchesNaiveSums) {
 TEST(KanLinear, BadInputsThrow) {
   Problem P(3);
   auto& x = P.x;
-  std::vector<double> y(P.rows * P.out), work(kan_linear_workspace(P.in, P.out, P.nb(), P.order, Backend::cpu, false));
+  std::vector<double> y(P.rows * P.out), work(kan_linear_workspace(P.in, P.out, P.nb(), P.order, DType::f64, Backend::cpu, false));
   const int64_t R = P.rows, I = P.in, O = P.out, K = P.nk(), NB = P.nb();
   auto args = [&] {
     KanLinearArgs a{make_view(x, {R, I}), make_view(P.grid, {I, K}), make_view(P.bw, {O, I}),

@@ -4,6 +4,7 @@
 
 #include "../../../cuda/bspline.cu"
 #include "../../../cuda/kan.cu"
+#include "../../../cuda/kan_mma.cu"
 #include "../../../cuda/wavelet.cu"
 
 namespace swisk {

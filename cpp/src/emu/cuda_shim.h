@@ -8,6 +8,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 
 typedef ::swisk::emu::Dim3 dim3;
 typedef void* cudaStream_t;

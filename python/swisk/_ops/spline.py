@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from .. import _C
-from .._backend import backend_for, call, run_metal_plan, stream_for, view
+from .._backend import dtype_code, backend_for, call, run_metal_plan, stream_for, view
 from .common import DEVICES as _DEVICES, concrete as _concrete, int_arg, prep as _prep, tensor_arg
 
 
@@ -96,7 +96,8 @@ def _kan_shape(op, x, grid, bw, sw, sc, spline_order, data=True):
 
 def _kan_work(x, sw, spline_order, backward):
     """Scratch the backend asks for: fp32 (fp64 for fp64 inputs), allocated here, never in C++."""
-    n = _C.kan_linear_workspace(sw.shape[1], sw.shape[0], sw.shape[2], spline_order, backend_for(x), backward)
+    n = _C.kan_linear_workspace(sw.shape[1], sw.shape[0], sw.shape[2], spline_order, dtype_code(x.dtype),
+                                backend_for(x), backward)
     dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     return torch.empty(n, dtype=dtype, device=x.device) if n else None
 

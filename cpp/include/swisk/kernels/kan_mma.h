@@ -18,6 +18,12 @@ SWISK_HD sk_u32 kan_mma_cpad(sk_u32 in, sk_u32 n_basis) {
   return (c + SWISK_KAN_MMA_BK - 1) / SWISK_KAN_MMA_BK * SWISK_KAN_MMA_BK;
 }
 
+// Elements of the packed weights wp (out, cpad).
+SWISK_HD sk_u64 kan_mma_packed(sk_u32 in, sk_u32 out, sk_u32 n_basis) { return sk_u64(out) * kan_mma_cpad(in, n_basis); }
+
+// The kernel bodies need block barriers: CUDA and its emulator (not the plain CPU backend).
+#if defined(SWISK_BARRIER)
+
 // wp[o, c] (grid-stride over out·cpad); padding columns are zero.
 template <typename T>
 SWISK_FN void kan_mma_pack_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* bw, SWISK_GLOBAL const T* sw,
@@ -93,3 +99,5 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
     SWISK_BARRIER();
   }
 }
+
+#endif  // SWISK_BARRIER

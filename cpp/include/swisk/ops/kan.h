@@ -32,7 +32,8 @@ std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& gri
                                       const TensorView& spline_weight, const TensorView& spline_scaler, int order,
                                       Backend b);
 // Scratch elements the backend needs (forward or backward) for these sizes.
-int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t n_basis, int order, Backend b, bool backward);
+int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, Backend b,
+                             bool backward);
 void kan_linear(const KanLinearArgs& args);
 void kan_linear_backward(const KanLinearBackwardArgs& args);
 
