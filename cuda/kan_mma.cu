@@ -1,4 +1,5 @@
-// Tensor-core fast path of the KAN forward for fp16/bf16 (bodies: swisk/kernels/kan_mma.h).
+// Tensor-core fast path of the KAN forward for fp16/bf16, and fp32 as tf32 when the caller allows it
+// (bodies: swisk/kernels/kan_mma.h).
 // On the emulator (cuda-emu) the same launches run with the scalar MMA twin.
 #include <type_traits>
 
@@ -26,13 +27,13 @@ __global__ void __launch_bounds__(SWISK_KAN_MMA_THREADS) kan_mma_forward_kernel(
 // Runs the forward on the matrix units when the dtype has them and the workspace holds the packed
 // weights; returns false otherwise (the portable kernel runs instead).
 bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p) {
-  const int64_t need = int64_t(kan_mma_packed(p.in, p.out, p.n_basis)) * 2;
-  const bool half = a.x.dtype == DType::f16 || a.x.dtype == DType::bf16;
-  if (!half || a.work.data == nullptr || a.work.numel() * int64_t(dtype_size(a.work.dtype)) < need) return false;
+  if (!kan_mma_applies(a.x.dtype, a.tf32)) return false;
+  const int64_t need = int64_t(kan_mma_packed(p.in, p.out, p.n_basis)) * int64_t(dtype_size(a.x.dtype));
+  if (a.work.data == nullptr || a.work.numel() * int64_t(dtype_size(a.work.dtype)) < need) return false;
   bool ran = false;
   dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, sk_half> || std::is_same_v<T, sk_bfloat>) {
+    if constexpr (std::is_same_v<T, sk_half> || std::is_same_v<T, sk_bfloat> || std::is_same_v<T, float>) {
       T* wp = static_cast<T*>(a.work.data);
       const unsigned long long packed = kan_mma_packed(p.in, p.out, p.n_basis);
       SWISK_LAUNCH(kan_mma_pack_kernel<T>, dim3(grid_stride_blocks(packed, 256)), dim3(256), a.launch.stream, p,

@@ -57,15 +57,17 @@ std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& gri
   return shape;
 }
 
-int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, DType d, Backend b, bool backward) {
+int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, DType d, Backend b, bool backward,
+                             bool tf32) {
   // CPU: knot-difference reciprocals (in, order, n_knots), the repacked weights (in, nb + 1, out) and,
   // in backward, their gradient after a 128-element gap (no 4K aliasing between the two).
   // GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward; the CUDA tensor-core
-  // forward (fp16/bf16): the packed 16-bit weights (out, cpad), counted in fp32 elements.
+  // forward (fp16/bf16, fp32 as tf32): the packed weights (out, cpad), counted in fp32 elements.
   if (b == Backend::cpu) return in * order * (nb + 1 + order) + in * (nb + 1) * out * (backward ? 2 : 1) + 128;
   if (backward) return out * in * nb;
-  const bool mma = (b == Backend::cuda || b == Backend::cuda_emu) && (d == DType::f16 || d == DType::bf16);
-  return mma ? int64_t(kan_mma_packed(sk_u32(in), sk_u32(out), sk_u32(nb)) + 1) / 2 : 0;
+  if ((b != Backend::cuda && b != Backend::cuda_emu) || !kan_mma_applies(d, tf32)) return 0;
+  const int64_t packed = int64_t(kan_mma_packed(sk_u32(in), sk_u32(out), sk_u32(nb)));
+  return d == DType::f32 ? packed : (packed + 1) / 2;
 }
 
 KanParams kan_params(const TensorView& x, const TensorView& grid, const TensorView& bw, const TensorView& sw,
@@ -118,7 +120,7 @@ void kan_linear(const KanLinearArgs& a) {
   check_inputs(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, b);
   check_output(op, "out", a.out, a.x, shape);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, false));
+  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, false, a.tf32));
   registry().run(op, a);
 }
 

@@ -27,16 +27,16 @@ void bind_spline(nb::module_& m) {
                             backend_from_name(backend));
   }, "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "order"_a, "backend"_a);
   m.def("kan_linear_workspace", [](int64_t in, int64_t out, int64_t n_basis, int order, int dtype,
-                                   const std::string& backend, bool backward) {
-    return kan_linear_workspace(in, out, n_basis, order, DType(dtype), backend_from_name(backend), backward);
+                                   const std::string& backend, bool backward, bool tf32) {
+    return kan_linear_workspace(in, out, n_basis, order, DType(dtype), backend_from_name(backend), backward, tf32);
   });
   m.def("kan_linear", [](nb::handle x, nb::handle grid, nb::handle bw, nb::handle sw, nb::handle sc, nb::handle out,
-                         nb::handle work, int order, const std::string& backend, uintptr_t stream) {
+                         nb::handle work, int order, bool tf32, const std::string& backend, uintptr_t stream) {
     KanLinearArgs a{view(x), view(grid), view_or_none(bw), view(sw), view_or_none(sc), view(out),
-                    view_or_none(work), order, {}};
+                    view_or_none(work), order, {}, tf32};
     return run(a, backend, stream, [](const KanLinearArgs& a) { kan_linear(a); });
-  }, "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "out"_a, "work"_a.none(), "order"_a, "backend"_a,
-        "stream"_a);
+  }, "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "out"_a, "work"_a.none(), "order"_a, "tf32"_a,
+        "backend"_a, "stream"_a);
   m.def("kan_linear_backward",
         [](nb::handle x, nb::handle grid, nb::handle bw, nb::handle sw, nb::handle sc, nb::handle gy, nb::handle gx,
            nb::handle gbw, nb::handle gsw, nb::handle gsc, nb::handle work, int order, int stage,

@@ -11,7 +11,7 @@ namespace {
 // One warp: c = a0·b0 + a1·b1 over two k-steps of a 16x32 by 32x16 product.
 template <typename T>
 __global__ void warp_product(const T* a, const T* b, float* c) {
-  SkMmaAcc acc;
+  SkMmaAcc<T> acc;
   sk_mma_zero(acc);
   for (unsigned kk = 0; kk < 32; kk += 16) sk_mma(acc, a + kk, 32, b + kk, 32, threadIdx.x % 32);
   sk_mma_store(c, 16, acc, threadIdx.x % 32);
@@ -29,7 +29,7 @@ void check_product() {
   for (int r = 0; r < 16; ++r)
     for (int col = 0; col < 16; ++col) {
       double want = 0;
-      for (int k = 0; k < 32; ++k) want += double(float(a[r * 32 + k])) * double(float(b[col * 32 + k]));
+      for (int k = 0; k < 32; ++k) want += double(sk_mma_operand(a[r * 32 + k])) * double(sk_mma_operand(b[col * 32 + k]));
       EXPECT_NEAR(c[r * 16 + col], want, 1e-4);
     }
 }
@@ -38,3 +38,12 @@ void check_product() {
 
 TEST(Mma, EmulatedWarpProductHalf) { check_product<sk_half>(); }
 TEST(Mma, EmulatedWarpProductBfloat16) { check_product<sk_bfloat>(); }
+TEST(Mma, EmulatedWarpProductTf32) { check_product<float>(); }
+
+TEST(Mma, Tf32Rounding) {
+  EXPECT_EQ(sk_mma_operand(1.0f), 1.0f);
+  EXPECT_EQ(sk_mma_operand(1.0f + 1.0f / 4096), 1.0f);         // below half an ulp of tf32 (2^-10)
+  EXPECT_EQ(sk_mma_operand(1.0f + 1.0f / 2048), 1.0f + 1.0f / 1024);  // the tie rounds away from zero
+  EXPECT_EQ(sk_mma_operand(-1.0f - 3.0f / 2048), -1.0f - 2.0f / 1024);
+  EXPECT_TRUE(std::isnan(sk_mma_operand(NAN)));
+}

@@ -94,10 +94,15 @@ def _kan_shape(op, x, grid, bw, sw, sc, spline_order, data=True):
     return (*x.shape[:-1], sw.shape[0])
 
 
-def _kan_work(x, sw, spline_order, backward):
+def _tf32() -> bool:
+    """fp32 may run on the CUDA matrix units as tf32, as torch's matmuls do under this flag."""
+    return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
+def _kan_work(x, sw, spline_order, backward, tf32=False):
     """Scratch the backend asks for: fp32 (fp64 for fp64 inputs), allocated here, never in C++."""
     n = _C.kan_linear_workspace(sw.shape[1], sw.shape[0], sw.shape[2], spline_order, dtype_code(x.dtype),
-                                backend_for(x), backward)
+                                backend_for(x), backward, tf32)
     dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
     return torch.empty(n, dtype=dtype, device=x.device) if n else None
 
@@ -107,7 +112,9 @@ def kan_linear_op(x: Tensor, grid: Tensor, base_weight: Optional[Tensor], spline
                   spline_scaler: Optional[Tensor], spline_order: int) -> Tensor:
     x, grid, bw, sw, sc = _prep(x, grid, base_weight, spline_weight, spline_scaler)
     out = torch.empty(_kan_shape("kan_linear", x, grid, bw, sw, sc, spline_order), dtype=x.dtype, device=x.device)
-    _kan_call(_C.kan_linear, [x, grid, bw, sw, sc, out, _kan_work(x, sw, spline_order, False)], spline_order)
+    tf32 = _tf32()
+    _kan_call(_C.kan_linear, [x, grid, bw, sw, sc, out, _kan_work(x, sw, spline_order, False, tf32)], spline_order,
+              tf32)
     return out
 
 
@@ -166,6 +173,8 @@ def kan_linear(x: Tensor, grid: Tensor, base_weight: Optional[Tensor], spline_we
     spline_scaler (out, in) or None. Returns (..., out). The (batch, in, n_basis) basis tensor is never
     materialised; differentiable in x, base_weight, spline_weight and spline_scaler (grid is a constant).
     Under autocast every floating input is cast to the autocast dtype (fp32 accumulation inside).
+    On CUDA, fp16/bf16 run on the tensor cores, and so does fp32 (as tf32) when
+    torch.backends.cuda.matmul.allow_tf32 is set.
     """
     op = "kan_linear"
     x, grid, sw = tensor_arg(op, "x", x), tensor_arg(op, "grid", grid), tensor_arg(op, "spline_weight", spline_weight)

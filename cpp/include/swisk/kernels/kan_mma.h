@@ -1,4 +1,5 @@
-// Tensor-core forward of the fused KAN layer (CUDA fast path for fp16/bf16; emulated here).
+// Tensor-core forward of the fused KAN layer (CUDA fast path for fp16/bf16, and fp32 as tf32 when
+// allowed; emulated here).
 // y = A · Wpᵀ with A[n, i·(nb+1)] = silu(x[n,i]), A[n, i·(nb+1)+1+j] = B_j(x[n,i]) and Wp the packed
 // [base_weight | spline_weight·spline_scaler] (out, cpad). Tiles of A are built in shared memory inside
 // the main loop from x and the knots; A never reaches global memory.
@@ -56,7 +57,7 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
   const sk_u32 o0 = id.by * BN, row_tiles = (p.rows + BM - 1) / BM;
   for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {  // uniform across the block
     const sk_u32 n0 = rt * BM;
-    SkMmaAcc acc[2][2];
+    SkMmaAcc<T> acc[2][2];
     for (sk_u32 a = 0; a < 2; ++a)
       for (sk_u32 b = 0; b < 2; ++b) sk_mma_zero(acc[a][b]);
     for (sk_u32 c0 = 0; c0 < cpad; c0 += BK) {
