@@ -34,6 +34,11 @@ __global__ void kan_backward_scale_kernel(KanParams p, const T* sw, const T* sc,
   kan_backward_scale_body<T>(cuda_idx(), p, sw, sc, ws, gsw, gsc);
 }
 
+#if !defined(SWISK_CUDA_EMU)
+// The tensor-core forward (cuda/kan_tc.cu): launches and returns true where it applies.
+bool kan_forward_tensor_cores(const KanLinearArgs& a, const KanParams& p);
+#endif
+
 static unsigned tiles(unsigned long long n, unsigned cap) {
   const unsigned long long t = (n + kTile - 1) / kTile;
   return unsigned(t == 0 ? 1 : (t > cap ? cap : t));
@@ -42,6 +47,9 @@ static unsigned tiles(unsigned long long n, unsigned cap) {
 static void forward(const KanLinearArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   if (p.rows == 0 || p.out == 0) return;
+#if !defined(SWISK_CUDA_EMU)
+  if (kan_forward_tensor_cores(a, p)) return;
+#endif
   const dim3 grid(tiles(p.rows, 1u << 20), tiles(p.out, 65535)), block(kTile, kTile);
   dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
