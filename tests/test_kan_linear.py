@@ -222,3 +222,20 @@ def test_empty_batch_and_single_feature(backend, rng):
     assert y0.shape == (0, 1)
     grads = torch.autograd.grad(y0.sum(), leaves)
     assert grads[0].shape == (0, 1) and all(torch.equal(g, torch.zeros_like(g)) for g in grads[1:])
+
+
+def test_same_bits_for_any_thread_count(rng):
+    """The CPU reductions have a fixed order: 1 and 2 threads give bitwise equal outputs and gradients."""
+    args = make(rng, 70, 9, 11, 5, 3, torch.float32)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    go = torch.randn(70, 11, generator=rng)
+    old = torch.get_num_threads()
+    runs = []
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            y = swisk.ops.kan_linear(*leaves, 3)
+            runs.append((y, *torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go)))
+    finally:
+        torch.set_num_threads(old)
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
