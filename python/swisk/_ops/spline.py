@@ -167,7 +167,8 @@ def kan_linear(x: Tensor, grid: Tensor, base_weight: Optional[Tensor], spline_we
     base branch); spline_weight (out, in, n_basis) with n_basis = n_knots - 1 - spline_order;
     spline_scaler (out, in) or None. Returns (..., out). The (batch, in, n_basis) basis tensor is never
     materialised; differentiable in x, base_weight, spline_weight and spline_scaler (grid is a constant).
-    Under autocast every floating input is cast to the autocast dtype (fp32 accumulation inside).
+    Under autocast every floating input, the knots included, is cast to the autocast dtype (fp32
+    accumulation inside); knots closer than that dtype resolves are then reported as not increasing.
     """
     op = "kan_linear"
     x, grid, sw = tensor_arg(op, "x", x), tensor_arg(op, "grid", grid), tensor_arg(op, "spline_weight", spline_weight)
