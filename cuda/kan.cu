@@ -39,7 +39,7 @@ static unsigned tiles(unsigned long long n, unsigned cap) {
   return unsigned(t == 0 ? 1 : (t > cap ? cap : t));
 }
 
-// cuda/kan_mma.cu: the tensor-core forward (fp16/bf16); false when it does not apply.
+// cuda/kan_mma.cu: the tensor-core forward (fp16/bf16, fp32 as tf32); false when it does not apply.
 bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p);
 
 static void forward(const KanLinearArgs& a) {

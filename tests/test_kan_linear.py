@@ -229,3 +229,47 @@ def test_tf32_path_emulated(rng, monkeypatch):
     assert rel_err(fp32, want) <= REL[torch.float32]
     err = rel_err(tf32, want)
     assert REL[torch.float32] < err <= 3e-3, f"tf32 rel error {err:.3g} (seed {rng.initial_seed()})"
+
+
+@pytest.mark.parametrize("order", [0, 2, 5, 7])
+def test_every_order_cpu(rng, order):
+    """Each compile-time order of the CPU kernels, forward and gradients, in fp64."""
+    args = make(rng, 19, 3, 4, 6, order)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = swisk.ops.kan_linear(*leaves, order)
+    want = ref(*args, order)
+    assert rel_err(y, want) <= 1e-12
+    go = torch.randn(y.shape, generator=rng, dtype=torch.float64)
+    got = torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go)
+    dl = [t.detach().requires_grad_() for t in args]
+    w = torch.autograd.grad(reference.kan_linear(*dl, order), [dl[i] for i in (0, 2, 3, 4)], go)
+    for g, e in zip(got, w):
+        assert rel_err(g, e) <= 1e-11
+
+
+def test_empty_batch_and_single_feature(backend, rng):
+    x, grid, bw, sw, sc = make(rng, 5, 1, 1, 3, 3, torch.float32)
+    y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+    assert rel_err(y, ref(x, grid, bw, sw, sc, 3)) <= 2e-5
+    leaves = [t.clone().requires_grad_() for t in (x[:0], bw, sw, sc)]
+    y0 = swisk.ops.kan_linear(leaves[0], grid, *leaves[1:], 3)
+    assert y0.shape == (0, 1)
+    grads = torch.autograd.grad(y0.sum(), leaves)
+    assert grads[0].shape == (0, 1) and all(torch.equal(g, torch.zeros_like(g)) for g in grads[1:])
+
+
+def test_same_bits_for_any_thread_count(rng):
+    """The CPU reductions have a fixed order: 1 and 2 threads give bitwise equal outputs and gradients."""
+    args = make(rng, 70, 9, 11, 5, 3, torch.float32)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    go = torch.randn(70, 11, generator=rng)
+    old = torch.get_num_threads()
+    runs = []
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            y = swisk.ops.kan_linear(*leaves, 3)
+            runs.append((y, *torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go)))
+    finally:
+        torch.set_num_threads(old)
+    assert all(torch.equal(a, b) for a, b in zip(*runs))

@@ -127,6 +127,8 @@ def test_kan_stack_and_update_grid(rng):
     torch.manual_seed(rng.initial_seed())
     m = swisk.nn.KAN([5, 8, 3], grid_size=4)
     assert len(m.layers) == 2 and m.layers[1].in_features == 8
+    assert set(m.state_dict()) == {f"layers.{i}.{n}" for i in (0, 1)
+                                   for n in ("grid", "base_weight", "spline_weight", "spline_scaler")}
     x = torch.randn(64, 5, generator=rng)
     y0 = m(x)
     y1 = m(x, update_grid=True)

@@ -143,3 +143,46 @@ TEST(KanLinear, BadInputsThrow) {
   P.grid[5] = P.grid[4];
   EXPECT_THROW_MSG(kan_linear(a), Error, "knots must be strictly increasing; row 0 is not at index 5");
 }
+
+// bspline_local_k (the CPU's order-templated bases) agrees with bspline_local for every order.
+template <int K>
+void check_local_k(std::mt19937& rng) {
+  std::uniform_real_distribution<double> U(0.05, 1.0);
+  std::vector<double> g(10 + 2 * K);
+  double acc = -4;
+  for (auto& k : g) k = (acc += U(rng));
+  const int n = int(g.size());
+  std::vector<double> inv(std::max(K, 1) * n);
+  for (int k = 1; k <= K; ++k)
+    for (int j = 0; j + k < n; ++j) inv[(k - 1) * n + j] = 1 / (g[j + k] - g[j]);
+  std::uniform_real_distribution<double> X(g[0] - 1, g[n - 1] + 1);
+  for (int s = 0; s < 300; ++s) {
+    const double x = s < n ? g[s] : X(rng);  // every knot, then anywhere
+    double v[K + 1], dv[K + 1];
+    const int span = bspline_local_k<K>(x, g.data(), inv.data(), n, v, dv);
+    auto b = bspline_local<double>(x, g.data(), n, K, true);
+    EXPECT_EQ(span, b.span);
+    for (int q = 0; q <= K && span >= 0; ++q) {
+      const int j = span - K + q;
+      if (j < 0 || j >= n - 1 - K) {  // no such basis: both zero
+        EXPECT_EQ(v[q], 0.0);
+        EXPECT_EQ(dv[q], 0.0);
+        continue;
+      }
+      EXPECT_NEAR(v[q], bspline_pick<double>(b.v, b.span, j), 1e-13);
+      EXPECT_NEAR(dv[q], bspline_pick<double>(b.d, b.span, j), 1e-11 * (1 + std::fabs(dv[q])));
+    }
+  }
+}
+
+TEST(KanLinear, LocalBasesMatchCoxDeBoorForEveryOrder) {
+  std::mt19937 rng(17);
+  check_local_k<0>(rng);
+  check_local_k<1>(rng);
+  check_local_k<2>(rng);
+  check_local_k<3>(rng);
+  check_local_k<4>(rng);
+  check_local_k<5>(rng);
+  check_local_k<6>(rng);
+  check_local_k<7>(rng);
+}

@@ -188,13 +188,16 @@ __attribute__((target("avx2,fma"), flatten)) void backward_features_avx2(const C
                                                                         A* gwt, int64_t lo, int64_t hi) {
   backward_features<K>(c, gy, gx, gwt, lo, hi);
 }
-const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+bool has_avx2() {
+  static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+  return yes;
+}
 #endif
 
 template <int K, typename T, typename A>
 __attribute__((flatten)) void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t lo, int64_t hi) {
 #if defined(SWISK_X86_DISPATCH)
-  if (kHasAvx2) return forward_rows_avx2<K>(c, y, lo, hi);
+  if (has_avx2()) return forward_rows_avx2<K>(c, y, lo, hi);
 #endif
   forward_rows<K>(c, y, lo, hi);
 }
@@ -203,7 +206,7 @@ template <int K, typename T, typename A>
 __attribute__((flatten)) void backward_features_any(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t lo,
                                                     int64_t hi) {
 #if defined(SWISK_X86_DISPATCH)
-  if (kHasAvx2) return backward_features_avx2<K>(c, gy, gx, gwt, lo, hi);
+  if (has_avx2()) return backward_features_avx2<K>(c, gy, gx, gwt, lo, hi);
 #endif
   backward_features<K>(c, gy, gx, gwt, lo, hi);
 }

@@ -86,6 +86,11 @@ def _kan_call(fn, tensors: list, *scalars) -> None:
         run_metal_plan(plan, [first.new_zeros(1) if t is None else t for t in tensors])
 
 
+def _kan_prep(*tensors):
+    """_prep, with empty tensors re-made with plain strides (an expanded empty gradient has stride 0)."""
+    return [t if t is None or t.numel() else t.new_zeros(t.shape) for t in _prep(*tensors)]
+
+
 def _kan_shape(op, x, grid, bw, sw, sc, spline_order, data=True):
     if _concrete(x, grid, bw, sw, sc):
         v = lambda name, t: None if t is None else view(op, name, t, data)  # noqa: E731
@@ -110,7 +115,7 @@ def _kan_work(x, sw, spline_order, backward, tf32=False):
 @torch.library.custom_op("swisk::kan_linear", mutates_args=(), device_types=_DEVICES)
 def kan_linear_op(x: Tensor, grid: Tensor, base_weight: Optional[Tensor], spline_weight: Tensor,
                   spline_scaler: Optional[Tensor], spline_order: int) -> Tensor:
-    x, grid, bw, sw, sc = _prep(x, grid, base_weight, spline_weight, spline_scaler)
+    x, grid, bw, sw, sc = _kan_prep(x, grid, base_weight, spline_weight, spline_scaler)
     out = torch.empty(_kan_shape("kan_linear", x, grid, bw, sw, sc, spline_order), dtype=x.dtype, device=x.device)
     tf32 = _tf32()
     _kan_call(_C.kan_linear, [x, grid, bw, sw, sc, out, _kan_work(x, sw, spline_order, False, tf32)], spline_order,
@@ -129,7 +134,7 @@ def kan_linear_backward_op(x: Tensor, grid: Tensor, base_weight: Optional[Tensor
                            spline_scaler: Optional[Tensor], grad_out: Tensor,
                            spline_order: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); an absent argument's is empty."""
-    x, grid, bw, sw, sc, gy = _prep(x, grid, base_weight, spline_weight, spline_scaler, grad_out)
+    x, grid, bw, sw, sc, gy = _kan_prep(x, grid, base_weight, spline_weight, spline_scaler, grad_out)
     gx, gsw = torch.empty_like(x), torch.empty_like(sw)
     gbw = None if bw is None else torch.empty_like(bw)
     gsc = None if sc is None else torch.empty_like(sc)
@@ -172,7 +177,8 @@ def kan_linear(x: Tensor, grid: Tensor, base_weight: Optional[Tensor], spline_we
     base branch); spline_weight (out, in, n_basis) with n_basis = n_knots - 1 - spline_order;
     spline_scaler (out, in) or None. Returns (..., out). The (batch, in, n_basis) basis tensor is never
     materialised; differentiable in x, base_weight, spline_weight and spline_scaler (grid is a constant).
-    Under autocast every floating input is cast to the autocast dtype (fp32 accumulation inside).
+    Under autocast every floating input, the knots included, is cast to the autocast dtype (fp32
+    accumulation inside); knots closer than that dtype resolves are then reported as not increasing.
     On CUDA, fp16/bf16 run on the tensor cores, and so does fp32 (as tf32) when
     torch.backends.cuda.matmul.allow_tf32 is set.
     """
