@@ -75,8 +75,7 @@ def test_matches_reference(backend, rng, wavelet):
 @pytest.mark.parametrize("wavelet", WAVELETS)
 def test_backward_matches_reference(backend, rng, wavelet):
     dev = testing.device_of(backend)
-    dtypes = [torch.float64, torch.float32] if backend == "cpu" else [torch.float32, torch.bfloat16]
-    for dtype in dtypes:
+    for dtype in testing.dtypes_of(backend):
         args = inputs(rng, wavelet, (11,), 21, 9, dtype)
         go = torch.randn(11, 9, generator=rng, dtype=torch.float64)
         ours = [a.to(dev).requires_grad_() for a in args]
