@@ -117,8 +117,9 @@ def test_shannon_derivative_near_zero():
 
 
 def test_deterministic_backward(rng):
-    args = [a.float().requires_grad_() for a in inputs(rng, "morlet", (64,), 40, 24)]
-    go = torch.randn(64, 24, generator=rng)
+    """Bitwise repeatable, with the CPU's dx partial sums over chunks of out (few feature blocks)."""
+    args = [a.float().requires_grad_() for a in inputs(rng, "morlet", (64,), 40, 96)]
+    go = torch.randn(64, 96, generator=rng)
     a = torch.autograd.grad(swisk.ops.wavelet_kan(*args, "morlet"), args, go)
     b = torch.autograd.grad(swisk.ops.wavelet_kan(*args, "morlet"), args, go)
     assert all(torch.equal(u, v) for u, v in zip(a, b))
