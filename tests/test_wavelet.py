@@ -179,6 +179,18 @@ def test_compile_fullgraph(rng):
     assert s.grad is not None and torch.isfinite(s.grad).all()
 
 
+def test_autocast(rng):
+    """Under autocast a bf16 x meets fp32 parameters: the op runs in fp32."""
+    x, s, t, w = inputs(rng, "dog", (6,), 5, 3, torch.float32)
+    lin = torch.nn.Linear(5, 5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        h = lin(x)
+        assert h.dtype == torch.bfloat16
+        y = swisk.ops.wavelet_kan(h, s, t, w, "dog")
+    assert y.dtype == torch.float32
+    torch.testing.assert_close(y, reference.wavelet_kan(h.float(), s, t, w, "dog"), atol=2e-6, rtol=0)
+
+
 def bad(exc, match, *args):
     with pytest.raises(exc, match=match):
         swisk.ops.wavelet_kan(*args)
