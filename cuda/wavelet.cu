@@ -5,10 +5,17 @@
 #include "dtype_dispatch.h"
 #include "swisk/ops/wavelet.h"
 
+// Two blocks of 256 threads per SM: at most 128 registers a thread (the backward wants more).
+#if defined(SWISK_CUDA_EMU)
+#define SWISK_WAV_BOUNDS
+#else
+#define SWISK_WAV_BOUNDS __launch_bounds__(SWISK_WAV_THREADS, 2)
+#endif
+
 namespace swisk::SWISK_CUDA_NS {
 
 template <int K, typename T>
-__global__ void wavelet_kan_fwd_kernel(WaveletParams p, const T* x, const T* s, const T* t, const T* w, T* y) {
+__global__ void SWISK_WAV_BOUNDS wavelet_kan_fwd_kernel(WaveletParams p, const T* x, const T* s, const T* t, const T* w, T* y) {
   SWISK_SHARED(float, s0, SWISK_WAV_SHARED);
   SWISK_SHARED(float, s1, SWISK_WAV_SHARED);
   SWISK_SHARED(float, s2, SWISK_WAV_SHARED);
@@ -17,7 +24,7 @@ __global__ void wavelet_kan_fwd_kernel(WaveletParams p, const T* x, const T* s, 
 }
 
 template <int K, typename T>
-__global__ void wavelet_kan_bwd_kernel(WaveletParams p, const T* x, const T* s, const T* t, const T* w, const T* g,
+__global__ void SWISK_WAV_BOUNDS wavelet_kan_bwd_kernel(WaveletParams p, const T* x, const T* s, const T* t, const T* w, const T* g,
                                        T* dx, T* ds, T* dt, T* dw) {
   SWISK_SHARED(float, s0, SWISK_WAV_SHARED);
   SWISK_SHARED(float, s1, SWISK_WAV_SHARED);

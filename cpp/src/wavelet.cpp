@@ -32,8 +32,10 @@ static void check_common(const char* op, const TensorView& x, const TensorView& 
     check_same_device(op, name, *t, x, "x");
     check_shape(op, name, *t, pshape);
   }
-  SWISK_CHECK(x.numel() < (int64_t(1) << 32) && weight.numel() < (int64_t(1) << 32), value, op, "x",
-              "at most 2^32 elements per tensor are supported");
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < x.ndim; ++d) rows *= x.shape[d];
+  SWISK_CHECK(rows < (int64_t(1) << 32) && x.numel() < (int64_t(1) << 32) && weight.numel() < (int64_t(1) << 32),
+              value, op, "x", "at most 2^32 rows and elements per tensor are supported");
 }
 
 // Contiguous, unless empty (whose strides say nothing).

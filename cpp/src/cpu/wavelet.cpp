@@ -1,8 +1,9 @@
 // CPU wavelet KAN. The inputs are packed once into the accumulator type with rows padded to the lane
 // count; the hot loops run over lanes of features and vectorise (an AVX2+FMA clone and a baseline one).
 // Forward: blocks of (rows x out), each output reduced over lanes then across them in a fixed order.
-// Backward, one pass: a block of L input features owns every reduction touching them (the parameter
-// gradients over the batch, dx over out), so nothing is shared between threads and the order is fixed.
+// Backward, one pass: a task (L input features x a chunk of out) owns the parameter gradients it
+// touches (reduced over the batch) and a partial dx (reduced over its outputs); the partials are
+// added in a fixed order, so nothing is shared between threads and results are deterministic.
 #include "swisk/ops/wavelet.h"
 
 #include <algorithm>
@@ -89,14 +90,15 @@ SK_CLONES void fwd_block(const Packed<A>& P, T* y, int64_t n0, int64_t n1, int64
   }
 }
 
-// Every gradient that touches features [i0, i0 + L): gT is grad_out transposed (out, rows),
-// dxa a (rows, L) scratch for dx.
+// The gradients of features [i0, i0 + L) over outputs [o0, o1): the parameter gradients of those
+// (o, i), and into dxa (rows, L) the part of dx that sums over these outputs. gT is grad_out
+// transposed (out, rows).
 template <int K, typename T, typename A>
-SK_CLONES void bwd_block(const Packed<A>& P, const A* gT, A* dxa, int64_t i0, T* dx, T* dscale, T* dtrans,
-                         T* dweight) {
+SK_CLONES void bwd_block(const Packed<A>& P, const A* gT, A* dxa, int64_t i0, int64_t o0, int64_t o1, T* dscale,
+                         T* dtrans, T* dweight) {
   constexpr int L = lanes<A>();
   std::fill(dxa, dxa + P.rows * L, A(0));
-  for (int64_t o = 0; o < P.out; ++o) {
+  for (int64_t o = o0; o < o1; ++o) {
     A tr[L], rc[L], wr[L], a1[L] = {}, a2[L] = {}, a3[L] = {};
     for (int l = 0; l < L; ++l) {
       tr[l] = P.tr[o * P.ld + i0 + l];
@@ -125,8 +127,13 @@ SK_CLONES void bwd_block(const Packed<A>& P, const A* gT, A* dxa, int64_t i0, T*
       dscale[e] = T(-wr[l] * a3[l]);
     }
   }
-  for (int64_t n = 0; n < P.rows; ++n)
-    for (int l = 0; l < L && i0 + l < P.in; ++l) dx[n * P.in + i0 + l] = T(dxa[n * L + l]);
+}
+
+// Chunks of out in the backward: 1 when there are enough feature blocks to share out, else enough
+// to make ~16 tasks. A function of the shape only, so results do not depend on the thread count.
+static int64_t out_chunks(int64_t feature_blocks, int64_t out) {
+  if (feature_blocks >= 16) return 1;
+  return std::max<int64_t>(1, std::min<int64_t>((16 + feature_blocks - 1) / feature_blocks, out / 32));
 }
 
 static void forward(const WaveletKanArgs& a) {
@@ -162,15 +169,30 @@ static void backward(const WaveletKanBackwardArgs& a) {
       for (int64_t o = lo; o < hi; ++o)
         for (int64_t n = 0; n < P.rows; ++n) gT[o * P.rows + n] = A(float_of(g[n * P.out + o]));
     });
-    const int64_t blocks = P.ld / L;
+    const int64_t blocks = P.ld / L, chunks = out_chunks(blocks, P.out);
+    // dx partial sums per chunk of out, (chunks, rows, ld), added in chunk order below
+    std::vector<A> part(chunks * P.rows * P.ld);
     dispatch_wavelet(p.wavelet, [&](auto k) {
-      parallel_for(blocks, 1, [&](int64_t lo, int64_t hi) {
+      parallel_for(blocks * chunks, 1, [&](int64_t lo, int64_t hi) {
         std::vector<A> dxa(P.rows * L);
-        for (int64_t b = lo; b < hi; ++b)
-          bwd_block<decltype(k)::value, T, A>(P, gT.data(), dxa.data(), b * L, a.grad_x.ptr<T>(),
-                                              a.grad_scale.ptr<T>(), a.grad_translation.ptr<T>(),
-                                              a.grad_weight.ptr<T>());
+        for (int64_t task = lo; task < hi; ++task) {
+          const int64_t b = task / chunks, c = task % chunks;
+          const int64_t o0 = P.out * c / chunks, o1 = P.out * (c + 1) / chunks;
+          bwd_block<decltype(k)::value, T, A>(P, gT.data(), dxa.data(), b * L, o0, o1, a.grad_scale.ptr<T>(),
+                                              a.grad_translation.ptr<T>(), a.grad_weight.ptr<T>());
+          A* dst = part.data() + c * P.rows * P.ld + b * L;
+          for (int64_t n = 0; n < P.rows; ++n) std::copy(&dxa[n * L], &dxa[n * L] + L, dst + n * P.ld);
+        }
       });
+    });
+    T* dx = a.grad_x.ptr<T>();
+    parallel_for(P.rows, 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t n = lo; n < hi; ++n)
+        for (int64_t i = 0; i < P.in; ++i) {
+          A acc = part[n * P.ld + i];
+          for (int64_t c = 1; c < chunks; ++c) acc += part[(c * P.rows + n) * P.ld + i];
+          dx[n * P.in + i] = T(acc);
+        }
     });
   });
 }

@@ -76,6 +76,12 @@ def _backward(ctx, grad):
 
 wavelet_kan.register_autograd(_backward, setup_context=_setup)
 
+# Under autocast the op runs in fp32 (as autocast runs exp and pow): mixed inputs, e.g. a bf16 x from
+# an autocast linear layer with fp32 parameters, are cast up rather than refused.
+for _dev in _DEVICES:
+    if torch.amp.is_autocast_available(_dev):
+        torch.library.register_autocast("swisk::wavelet_kan", _dev, torch.float32)
+
 
 def kan(x: Tensor, scale: Tensor, translation: Tensor, weight: Tensor, wavelet: str) -> Tensor:
     """Wav-KAN's wavelet layer, fused: x (..., in); scale, translation, weight (out, in) ->
@@ -85,6 +91,8 @@ def kan(x: Tensor, scale: Tensor, translation: Tensor, weight: Tensor, wavelet: 
     (shannon is the bare sinc; Wav-KAN's Hamming window is the layer's, see swisk.nn.WaveletKANLinear).
     The (batch, out, in) tensor is never formed, forward or backward; all four inputs are
     differentiable, with deterministic (fixed-order) reductions.
+
+    Under torch.autocast the inputs are cast to float32 (the result is float32).
 
     scale must be non-zero: on CPU tensors a zero raises ValueError; on GPUs (whose memory is not
     read on the host) a zero scale gives the inf / NaN the division gives. Negative scales are allowed.

@@ -76,15 +76,15 @@ SK_WAV_FN WavVal<A> wavelet_eval(A t) {
     const A u = A(2) * v - A(1);
     const A u2 = u * u;
     const A nu = u2 * u2 * (A(35) + u * (A(-84) + u * (A(70) - A(20) * u)));
-    const A cmid = M::cospi(A(0.5) * nu);  // every arm is computed, then selected (vectorises)
-    const A aux = v <= A(0.5) ? A(1) : (v >= A(1) ? A(0) : cmid);
+    const A cmid = M::cospi(A(SK_WC(0.5)) * nu);  // every arm is computed, then selected (vectorises)
+    const A aux = v <= A(SK_WC(0.5)) ? A(1) : (v >= A(1) ? A(0) : cmid);
     const A s = M::sinpi(v);
     r.v = s * aux;
     if (D) {
       const A um = A(1) - u;
       const A dnu = A(140) * u2 * u * um * um * um;  // nu'(u)
-      const A dmid = -M::sinpi(A(0.5) * nu) * A(SK_WC(3.141592653589793)) * dnu;
-      const A daux = v > A(0.5) && v < A(1) ? dmid : A(0);  // d aux / dv
+      const A dmid = -M::sinpi(A(SK_WC(0.5)) * nu) * A(SK_WC(3.141592653589793)) * dnu;
+      const A daux = v > A(SK_WC(0.5)) && v < A(1) ? dmid : A(0);  // d aux / dv
       const A sgn = t > A(0) ? A(1) : (t < A(0) ? A(-1) : A(0));
       r.d = sgn * (A(SK_WC(3.141592653589793)) * M::cospi(v) * aux + s * daux);
     }
@@ -101,7 +101,7 @@ SK_WAV_FN WavVal<A> wavelet_eval(A t) {
                            t2 * (A(SK_WC(2.2045855379188714e-05)) +
                                  t2 * (A(SK_WC(-2.505210838544172e-07)) + t2 * A(SK_WC(1.9270852604185937e-09)))))));
       const A direct = (t * M::cos(t) - s) / t2;
-      r.d = sk_abs(t) < A(0.5) ? series : direct;
+      r.d = sk_abs(t) < A(SK_WC(0.5)) ? series : direct;
     }
   }
   return r;
