@@ -79,11 +79,13 @@ def main(argv=None) -> int:
     except ImportError:
         bar = tasks
     rows = []
-    for case, dt in bar:
+    for case, dt in bar:  # times first, then (below) peak memory, which changes the CPU allocator
         if hasattr(bar, "set_description"):
             bar.set_description(f"{case.op} {case.label} {str(dt)[6:]}")
         rows.append(runner.measure(case, device, dt, reps))
     ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps)
+    for row, (case, dt) in zip(rows, tasks):
+        runner.measure_memory(row, case, device, dt)
     print()
     print(table(rows))
     print(f"device ceilings: matmul TFLOP/s {({k: round(v, 2) for k, v in ceilings['matmul_tflops'].items()})}, "

@@ -23,7 +23,8 @@ def _linux() -> bool:
 
 
 def _return_freed_memory() -> None:
-    """Make glibc hand freed blocks back to the OS, so RSS peaks measure live memory."""
+    """Make glibc hand freed blocks back to the OS, so RSS peaks measure live memory (for good: later
+    large allocations are mmap'd afresh, so time nothing after this)."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -115,25 +116,16 @@ def _fwd_bwd(fn, inputs: dict, grads: tuple, grad_out: dict):
 
 
 def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, seed: int = 0) -> dict:
+    """Median times of forward and forward+backward, swisk and reference (the allocator as users have it)."""
     gen = torch.Generator().manual_seed(seed)
     inputs = case.setup(device, dtype, gen)
     row = {"op": case.op, "case": case.label, "dtype": str(dtype).replace("torch.", ""), "goal": case.goal}
     grad_out: dict = {}
     for name, fn in (("swisk", case.run), ("reference", case.reference)):
-        def fwd(fn=fn):
-            with torch.no_grad():
-                fn(inputs)
         try:
-            row[f"{name}_fwd_ms"] = median_ms(fwd, device, reps)
-            with PeakMemory(device) as m:
-                fwd()
-            row[f"{name}_fwd_peak_bytes"] = m.peak
+            row[f"{name}_fwd_ms"] = median_ms(_forward(fn, inputs), device, reps)
             if case.grads:
-                step = _fwd_bwd(fn, inputs, case.grads, grad_out)
-                row[f"{name}_fwdbwd_ms"] = median_ms(step, device, reps)
-                with PeakMemory(device) as m:
-                    step()
-                row[f"{name}_fwdbwd_peak_bytes"] = m.peak
+                row[f"{name}_fwdbwd_ms"] = median_ms(_fwd_bwd(fn, inputs, case.grads, grad_out), device, reps)
         except torch.OutOfMemoryError:
             row[f"{name}_error"] = "out of memory"
             torch.cuda.empty_cache()
@@ -141,14 +133,44 @@ def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, see
         s, r = row.get(f"swisk_{phase}_ms"), row.get(f"reference_{phase}_ms")
         if s and r:
             row[f"{phase}_speedup"] = r / s
-        sm, rm = row.get(f"swisk_{phase}_peak_bytes"), row.get(f"reference_{phase}_peak_bytes")
-        if sm is not None and rm:
-            row[f"{phase}_memory_ratio"] = sm / rm
     if case.flops and row.get("swisk_fwd_ms"):
         row["swisk_fwd_tflops"] = case.flops / row["swisk_fwd_ms"] / 1e9
     if case.bytes and row.get("swisk_fwd_ms"):
         row["swisk_fwd_gbps"] = case.bytes / row["swisk_fwd_ms"] / 1e6
     return row
+
+
+def measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dtype, seed: int = 0) -> dict:
+    """Peak memory of one forward and one forward+backward after a warm-up (adds to row). On the CPU this
+    runs after every timing: it makes glibc return freed memory, which would slow timed allocations."""
+    if device.type == "cpu":
+        _return_freed_memory()
+    gen = torch.Generator().manual_seed(seed)
+    inputs = case.setup(device, dtype, gen)
+    grad_out: dict = {}
+    for name, fn in (("swisk", case.run), ("reference", case.reference)):
+        if row.get(f"{name}_error"):
+            continue
+        steps = [("fwd", _forward(fn, inputs))]
+        if case.grads:
+            steps.append(("fwdbwd", _fwd_bwd(fn, inputs, case.grads, grad_out)))
+        for phase, step in steps:
+            step()  # warm-up: lazy initialisation stays out of the peak
+            with PeakMemory(device) as m:
+                step()
+            row[f"{name}_{phase}_peak_bytes"] = m.peak
+    for phase in ("fwd", "fwdbwd"):
+        sm, rm = row.get(f"swisk_{phase}_peak_bytes"), row.get(f"reference_{phase}_peak_bytes")
+        if sm is not None and rm:
+            row[f"{phase}_memory_ratio"] = sm / rm
+    return row
+
+
+def _forward(fn, inputs: dict):
+    def fwd():
+        with torch.no_grad():
+            fn(inputs)
+    return fwd
 
 
 # ---- the device's own ceilings ---------------------------------------------------------------------
