@@ -21,4 +21,4 @@ class Case:
     dtypes: dict = field(default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32, torch.bfloat16),
                                                   "mps": (torch.float32, torch.float16)})
     quick: bool = True                        # part of --quick
-    goal: str = ""                            # the goal for this row, quoted in the table
+    goal: str = ""                            # the goal for this row, quoted in the table

@@ -43,7 +43,7 @@ def _kan_args(a):
 
 
 _KAN_GRADS = ("x", "base_weight", "spline_weight", "spline_scaler")
-# CPU rows (the goals) and GPU rows; flops: the dense-equivalent GEMM, 2·batch·out·in·(G+k+1).
+# CPU rows (with their goals) and GPU rows; flops: the dense-equivalent GEMM, 2·batch·out·in·(G+k+1).
 CASES += [
     Case("kan_linear", f"b1024 256->256 G={g} k=3", _kan_setup(1024, 256, 256, g, 3),
          run=lambda a: ops.kan_linear(*_kan_args(a)), reference=lambda a: reference.kan_linear(*_kan_args(a)),
