@@ -17,6 +17,7 @@ class Case:
     grads: tuple = ()                         # names of inputs that need gradients (forward+backward rows)
     flops: Optional[float] = None             # dense-equivalent forward FLOPs (achieved TFLOP/s)
     bytes: Optional[float] = None             # minimal forward bytes moved (achieved GB/s)
+    evals: Optional[float] = None             # special-function evaluations per forward (achieved G/s)
     devices: tuple = ("cpu", "cuda", "mps")
     dtypes: dict = field(default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32, torch.bfloat16),
                                                   "mps": (torch.float32, torch.float16)})

@@ -137,6 +137,8 @@ def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, see
         row["swisk_fwd_tflops"] = case.flops / row["swisk_fwd_ms"] / 1e9
     if case.bytes and row.get("swisk_fwd_ms"):
         row["swisk_fwd_gbps"] = case.bytes / row["swisk_fwd_ms"] / 1e6
+    if case.evals and row.get("swisk_fwd_ms"):
+        row["swisk_fwd_gevals_per_s"] = case.evals / row["swisk_fwd_ms"] / 1e6
     return row
 
 

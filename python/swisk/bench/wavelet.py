@@ -29,7 +29,7 @@ def _case(batch, n_in, n_out, wavelet, devices, dtypes, quick, goal=""):
     return Case("wavelet_kan", f"b{batch} {n_in}->{n_out} {wavelet}", _setup(batch, n_in, n_out, wavelet),
                 run=lambda a: ops.wavelet_kan(*(a[k] for k in _ARGS), a["wavelet"]),
                 reference=lambda a: reference.wavelet_kan(*(a[k] for k in _ARGS), a["wavelet"]),
-                grads=_ARGS, flops=2.0 * batch * n_in * n_out,
+                grads=_ARGS, flops=2.0 * batch * n_in * n_out, evals=float(batch * n_in * n_out),
                 bytes=float(elem * (batch * n_in + 3 * n_in * n_out + batch * n_out)),
                 devices=devices, dtypes=dtypes, quick=quick, goal=goal)
 
