@@ -39,8 +39,10 @@ static unsigned tiles(unsigned long long n, unsigned cap) {
   return unsigned(t == 0 ? 1 : (t > cap ? cap : t));
 }
 
-// cuda/kan_mma.cu: the tensor-core forward (fp16/bf16, fp32 as tf32); false when it does not apply.
+// cuda/kan_mma.cu: the tensor-core forward (fp16/bf16, fp32 as tf32) and weight gradient (fp16/bf16);
+// false when they do not apply.
 bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p);
+bool kan_mma_backward_w(const KanLinearBackwardArgs& a, const KanParams& p);
 
 static void forward(const KanLinearArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
@@ -68,8 +70,10 @@ static void backward(const KanLinearBackwardArgs& a) {
     if (p.rows > 0)
       SWISK_LAUNCH(kan_backward_x_kernel<T>, dim3(tiles(p.in, 1u << 20), tiles(p.rows, 65535)), block,
                    a.launch.stream, p, x, g, bw, sw, sc, gy, a.grad_x.ptr<T>());
-    SWISK_LAUNCH(kan_backward_w_kernel<T>, dim3(tiles(1ull * p.in * (p.n_basis + 1), 1u << 30), tiles(p.out, 65535)),
-                 block, a.launch.stream, p, x, g, gy, a.grad_base_weight.ptr<T>(), ws);
+    if (!kan_mma_backward_w(a, p))
+      SWISK_LAUNCH(kan_backward_w_kernel<T>, dim3(tiles(1ull * p.in * (p.n_basis + 1), 1u << 30),
+                                                  tiles(p.out, 65535)),
+                   block, a.launch.stream, p, x, g, gy, a.grad_base_weight.ptr<T>(), ws);
     SWISK_LAUNCH(kan_backward_scale_kernel<T>, dim3(grid_stride_blocks(1ull * p.out * p.in, 256)), dim3(256),
                  a.launch.stream, p, sw, sc, ws, a.grad_spline_weight.ptr<T>(), a.grad_spline_scaler.ptr<T>());
   });

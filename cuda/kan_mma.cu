@@ -24,6 +24,34 @@ __global__ void __launch_bounds__(SWISK_KAN_MMA_THREADS) kan_mma_forward_kernel(
   kan_mma_forward_body<T>(cuda_idx(), p, x, grid, wp, y, as, bs, cs);
 }
 
+template <typename T>
+__global__ void __launch_bounds__(SWISK_KAN_MMA_THREADS)
+    kan_mma_backward_w_kernel(KanParams p, const T* x, const T* grid, const T* gy, T* gbw, float* ws) {
+  SWISK_SHARED_ALIGNED(T, as, SWISK_KAN_MMA_BM * SWISK_KAN_MMA_BK);
+  SWISK_SHARED_ALIGNED(T, bs, SWISK_KAN_MMA_BN * SWISK_KAN_MMA_BK);
+  SWISK_SHARED_ALIGNED(float, cs, SWISK_KAN_MMA_BM * SWISK_KAN_MMA_BN);
+  kan_mma_backward_w_body<T>(cuda_idx(), p, x, grid, gy, gbw, ws, as, bs, cs);
+}
+
+// The weight gradient on the matrix units for fp16/bf16 (into grad_base_weight and the fp32 scratch
+// ws, as the portable kernel); returns false otherwise.
+bool kan_mma_backward_w(const KanLinearBackwardArgs& a, const KanParams& p) {
+  if (a.x.dtype != DType::f16 && a.x.dtype != DType::bf16) return false;
+  bool ran = false;
+  dispatch_float<false>(a.x.dtype, "kan_linear_backward", [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, sk_half> || std::is_same_v<T, sk_bfloat>) {
+      const unsigned cols = p.in * (p.n_basis + 1), col_tiles = (cols + SWISK_KAN_MMA_BN - 1) / SWISK_KAN_MMA_BN;
+      const dim3 grid(col_tiles < 65535u ? col_tiles : 65535u, (p.out + SWISK_KAN_MMA_BM - 1) / SWISK_KAN_MMA_BM);
+      SWISK_LAUNCH(kan_mma_backward_w_kernel<T>, grid, dim3(SWISK_KAN_MMA_THREADS), a.launch.stream, p,
+                   a.x.ptr<const T>(), a.grid.ptr<const T>(), a.grad_out.ptr<const T>(), a.grad_base_weight.ptr<T>(),
+                   a.work.ptr<float>());
+      ran = true;
+    }
+  });
+  return ran;
+}
+
 // Runs the forward on the matrix units when the dtype has them and the workspace holds the packed
 // weights; returns false otherwise (the portable kernel runs instead).
 bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p) {

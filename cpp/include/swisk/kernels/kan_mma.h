@@ -1,5 +1,5 @@
-// Tensor-core forward of the fused KAN layer (CUDA fast path for fp16/bf16, and fp32 as tf32 when
-// allowed; emulated here).
+// Tensor-core kernels of the fused KAN layer (CUDA fast path; emulated here): the forward for
+// fp16/bf16, and fp32 as tf32 when allowed; the weight gradient for fp16/bf16.
 // y = A · Wpᵀ with A[n, i·(nb+1)] = silu(x[n,i]), A[n, i·(nb+1)+1+j] = B_j(x[n,i]) and Wp the packed
 // [base_weight | spline_weight·spline_scaler] (out, cpad). Tiles of A are built in shared memory inside
 // the main loop from x and the knots; A never reaches global memory.
@@ -45,13 +45,30 @@ SWISK_FN void kan_mma_pack_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL
   }
 }
 
+// Writes silu and the non-zero bases of x[n, i] into the columns [c0, c0 + width) of one tile row:
+// tile[(col - c0) * stride + slot]. A NaN input fills the feature's columns with NaN.
+template <typename T, typename P>
+SWISK_FN void kan_mma_scatter(SWISK_TG T* tile, sk_u32 stride, sk_u32 slot, sk_i32 c0, sk_i32 width, float xv, P g,
+                              SWISK_CONST KanParams& p, sk_u32 i) {
+  const sk_i32 M = SWISK_MAX_SPLINE_ORDER, k = sk_i32(p.order), nq = sk_i32(p.n_basis) + 1;
+  const sk_i32 base = sk_i32(i) * nq - c0;
+  BsplineLocal<float> bl = bspline_local<float>(xv, g, sk_i32(p.n_knots), k, false);
+  for (sk_i32 q = 0; q < nq && bl.span == -2; ++q)
+    if (base + q >= 0 && base + q < width) tile[sk_u32(base + q) * stride + slot] = T(bl.v[0]);
+  if (base >= 0 && base < width) tile[sk_u32(base) * stride + slot] = T(kan_silu(xv));
+  for (sk_i32 rr = 0; rr <= M; ++rr) {
+    const sk_i32 j = bl.span - M + rr, col = base + 1 + j;
+    if (rr >= M - k && bl.span >= 0 && j >= 0 && j < sk_i32(p.n_basis) && col >= 0 && col < width)
+      tile[sk_u32(col) * stride + slot] = T(bl.v[rr]);
+  }
+}
+
 // One block per (BM rows, BN outputs) tile; as/bs: BM·BK and BN·BK operand tiles, cs: BM·BN fp32.
 template <typename T>
 SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* x,
                                    SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* wp, SWISK_GLOBAL T* y,
                                    SWISK_TG T* as, SWISK_TG T* bs, SWISK_TG float* cs) {
   const sk_u32 BM = SWISK_KAN_MMA_BM, BN = SWISK_KAN_MMA_BN, BK = SWISK_KAN_MMA_BK, NT = SWISK_KAN_MMA_THREADS;
-  const sk_i32 M = SWISK_MAX_SPLINE_ORDER, k = sk_i32(p.order);
   const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32, wr = warp / 2, wc = warp % 2;
   const sk_u32 nq = p.n_basis + 1, cpad = kan_mma_cpad(p.in, p.n_basis);
   const sk_u32 o0 = id.by * BN, row_tiles = (p.rows + BM - 1) / BM;
@@ -72,16 +89,9 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
       const sk_u32 nf = (i_end < p.in ? i_end : p.in) - i_lo;
       for (sk_u32 e = tid; e < BM * nf; e += NT) {
         const sk_u32 r = e / nf, i = i_lo + e % nf, n = n0 + r;
-        if (n >= p.rows) continue;
-        const float xv = float(x[sk_u64(n) * p.in + i]);
-        const sk_i32 base = sk_i32(i * nq) - sk_i32(c0);
-        if (base >= 0 && base < sk_i32(BK)) as[r * BK + sk_u32(base)] = T(kan_silu(xv));
-        BsplineLocal<float> bl = bspline_local<float>(xv, grid + sk_u64(i) * p.n_knots, sk_i32(p.n_knots), k, false);
-        for (sk_i32 rr = 0; rr <= M; ++rr) {
-          const sk_i32 j = bl.span - M + rr, col = base + 1 + j;
-          if (rr >= M - k && bl.span >= 0 && j >= 0 && j < sk_i32(p.n_basis) && col >= 0 && col < sk_i32(BK))
-            as[r * BK + sk_u32(col)] = T(bl.v[rr]);
-        }
+        if (n < p.rows)
+          kan_mma_scatter<T>(as + r * BK, 1, 0, sk_i32(c0), sk_i32(BK), float(x[sk_u64(n) * p.in + i]),
+                             grid + sk_u64(i) * p.n_knots, p, i);
       }
       SWISK_BARRIER();
       for (sk_u32 kk = 0; kk < BK; kk += 16)
@@ -96,6 +106,62 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
     for (sk_u32 e = tid; e < BM * BN; e += NT) {
       const sk_u32 r = e / BN, oc = e % BN;
       if (n0 + r < p.rows && o0 + oc < p.out) y[sk_u64(n0 + r) * p.out + o0 + oc] = T(cs[e]);
+    }
+    SWISK_BARRIER();
+  }
+}
+
+// Weight gradient dW[o, c] = sum_n gy[n, o] A[n, c] in a fixed order: one block per (BM outputs,
+// BN columns) tile, rows in steps of BK. A: as[o·BK + n] = gy tile (transposed); B: bs[c·BK + n] = the
+// basis tile. Writes grad_bw (c = i·(nb+1)) and the unscaled spline gradient ws (out, in, nb), as the
+// portable kan_backward_w_body does.
+template <typename T>
+SWISK_FN void kan_mma_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* x,
+                                      SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* gy, SWISK_GLOBAL T* gbw,
+                                      SWISK_GLOBAL float* ws, SWISK_TG T* as, SWISK_TG T* bs, SWISK_TG float* cs) {
+  const sk_u32 BM = SWISK_KAN_MMA_BM, BN = SWISK_KAN_MMA_BN, BK = SWISK_KAN_MMA_BK, NT = SWISK_KAN_MMA_THREADS;
+  const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32, wr = warp / 2, wc = warp % 2;
+  const sk_u32 nq = p.n_basis + 1, cols = p.in * nq, col_tiles = (cols + BN - 1) / BN;
+  const sk_u32 o0 = id.by * BM;
+  for (sk_u32 ct = id.bx; ct < col_tiles; ct += id.gdx) {  // uniform across the block
+    const sk_u32 c0 = ct * BN;
+    SkMmaAcc<T> acc[2][2];
+    for (sk_u32 a = 0; a < 2; ++a)
+      for (sk_u32 b = 0; b < 2; ++b) sk_mma_zero(acc[a][b]);
+    const sk_u32 i_lo = c0 / nq, i_end = (c0 + BN + nq - 1) / nq;
+    const sk_u32 nf = (i_end < p.in ? i_end : p.in) - i_lo;
+    for (sk_u32 n0 = 0; n0 < p.rows; n0 += BK) {
+      for (sk_u32 e = tid; e < BM * BK; e += NT) {
+        const sk_u32 ol = e / BK, nl = e % BK;
+        as[e] = o0 + ol < p.out && n0 + nl < p.rows ? gy[sk_u64(n0 + nl) * p.out + o0 + ol] : T(0.0f);
+      }
+      for (sk_u32 e = tid; e < BN * BK; e += NT) bs[e] = T(0.0f);
+      SWISK_BARRIER();
+      for (sk_u32 e = tid; e < BK * nf; e += NT) {
+        const sk_u32 nl = e / nf, i = i_lo + e % nf, n = n0 + nl;
+        if (n < p.rows)
+          kan_mma_scatter<T>(bs, BK, nl, sk_i32(c0), sk_i32(BN), float(x[sk_u64(n) * p.in + i]),
+                             grid + sk_u64(i) * p.n_knots, p, i);
+      }
+      SWISK_BARRIER();
+      for (sk_u32 kk = 0; kk < BK; kk += 16)
+        for (sk_u32 a = 0; a < 2; ++a)
+          for (sk_u32 b = 0; b < 2; ++b)
+            sk_mma(acc[a][b], as + (wr * 32 + a * 16) * BK + kk, BK, bs + (wc * 32 + b * 16) * BK + kk, BK, lane);
+      SWISK_BARRIER();
+    }
+    for (sk_u32 a = 0; a < 2; ++a)
+      for (sk_u32 b = 0; b < 2; ++b) sk_mma_store(cs + (wr * 32 + a * 16) * BN + wc * 32 + b * 16, BN, acc[a][b], lane);
+    SWISK_BARRIER();
+    for (sk_u32 e = tid; e < BM * BN; e += NT) {
+      const sk_u32 o = o0 + e / BN, c = c0 + e % BN;
+      if (o >= p.out || c >= cols) continue;
+      const sk_u32 i = c / nq, q = c % nq;
+      if (q == 0) {
+        if (p.has_base) gbw[sk_u64(o) * p.in + i] = T(cs[e]);
+      } else {
+        ws[(sk_u64(o) * p.in + i) * p.n_basis + q - 1] = cs[e];
+      }
     }
     SWISK_BARRIER();
   }
