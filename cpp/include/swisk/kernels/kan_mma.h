@@ -45,6 +45,32 @@ SWISK_FN void kan_mma_pack_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL
   }
 }
 
+// A warp's 32x32 quarter of the block tile (warp w: rows (w/2)·32, columns (w%2)·32) as 2x2 MMA tiles.
+template <typename T>
+SWISK_FN void kan_mma_warp_zero(SkMmaAcc<T> (&acc)[2][2]) {
+  for (sk_u32 a = 0; a < 2; ++a)
+    for (sk_u32 b = 0; b < 2; ++b) sk_mma_zero(acc[a][b]);
+}
+
+// acc += the quarter of as (row-major, ld BK) times bs (column-major, ld BK) over one BK step.
+template <typename T>
+SWISK_FN void kan_mma_warp_step(SkMmaAcc<T> (&acc)[2][2], SWISK_TG const T* as, SWISK_TG const T* bs, sk_u32 warp,
+                                sk_u32 lane) {
+  const sk_u32 BK = SWISK_KAN_MMA_BK, wr = warp / 2, wc = warp % 2;
+  for (sk_u32 kk = 0; kk < BK; kk += 16)
+    for (sk_u32 a = 0; a < 2; ++a)
+      for (sk_u32 b = 0; b < 2; ++b)
+        sk_mma(acc[a][b], as + (wr * 32 + a * 16) * BK + kk, BK, bs + (wc * 32 + b * 16) * BK + kk, BK, lane);
+}
+
+// The quarter into cs (row-major BM x BN, fp32).
+template <typename T>
+SWISK_FN void kan_mma_warp_store(SWISK_TG float* cs, SkMmaAcc<T> (&acc)[2][2], sk_u32 warp, sk_u32 lane) {
+  const sk_u32 BN = SWISK_KAN_MMA_BN, wr = warp / 2, wc = warp % 2;
+  for (sk_u32 a = 0; a < 2; ++a)
+    for (sk_u32 b = 0; b < 2; ++b) sk_mma_store(cs + (wr * 32 + a * 16) * BN + wc * 32 + b * 16, BN, acc[a][b], lane);
+}
+
 // Writes silu and the non-zero bases of x[n, i] into the columns [c0, c0 + width) of one tile row:
 // tile[(col - c0) * stride + slot]. A NaN input fills the feature's columns with NaN.
 template <typename T, typename P>
@@ -69,14 +95,13 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
                                    SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* wp, SWISK_GLOBAL T* y,
                                    SWISK_TG T* as, SWISK_TG T* bs, SWISK_TG float* cs) {
   const sk_u32 BM = SWISK_KAN_MMA_BM, BN = SWISK_KAN_MMA_BN, BK = SWISK_KAN_MMA_BK, NT = SWISK_KAN_MMA_THREADS;
-  const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32, wr = warp / 2, wc = warp % 2;
+  const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32;
   const sk_u32 nq = p.n_basis + 1, cpad = kan_mma_cpad(p.in, p.n_basis);
   const sk_u32 o0 = id.by * BN, row_tiles = (p.rows + BM - 1) / BM;
   for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {  // uniform across the block
     const sk_u32 n0 = rt * BM;
     SkMmaAcc<T> acc[2][2];
-    for (sk_u32 a = 0; a < 2; ++a)
-      for (sk_u32 b = 0; b < 2; ++b) sk_mma_zero(acc[a][b]);
+    kan_mma_warp_zero(acc);
     for (sk_u32 c0 = 0; c0 < cpad; c0 += BK) {
       for (sk_u32 e = tid; e < BM * BK; e += NT) as[e] = T(0.0f);
       for (sk_u32 e = tid; e < BN * BK; e += NT) {  // B column-major: bs[oc·BK + cc]
@@ -94,14 +119,10 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
                              grid + sk_u64(i) * p.n_knots, p, i);
       }
       SWISK_BARRIER();
-      for (sk_u32 kk = 0; kk < BK; kk += 16)
-        for (sk_u32 a = 0; a < 2; ++a)
-          for (sk_u32 b = 0; b < 2; ++b)
-            sk_mma(acc[a][b], as + (wr * 32 + a * 16) * BK + kk, BK, bs + (wc * 32 + b * 16) * BK + kk, BK, lane);
+      kan_mma_warp_step(acc, as, bs, warp, lane);
       SWISK_BARRIER();
     }
-    for (sk_u32 a = 0; a < 2; ++a)
-      for (sk_u32 b = 0; b < 2; ++b) sk_mma_store(cs + (wr * 32 + a * 16) * BN + wc * 32 + b * 16, BN, acc[a][b], lane);
+    kan_mma_warp_store(cs, acc, warp, lane);
     SWISK_BARRIER();
     for (sk_u32 e = tid; e < BM * BN; e += NT) {
       const sk_u32 r = e / BN, oc = e % BN;
@@ -120,14 +141,13 @@ SWISK_FN void kan_mma_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
                                       SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* gy, SWISK_GLOBAL T* gbw,
                                       SWISK_GLOBAL float* ws, SWISK_TG T* as, SWISK_TG T* bs, SWISK_TG float* cs) {
   const sk_u32 BM = SWISK_KAN_MMA_BM, BN = SWISK_KAN_MMA_BN, BK = SWISK_KAN_MMA_BK, NT = SWISK_KAN_MMA_THREADS;
-  const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32, wr = warp / 2, wc = warp % 2;
+  const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32;
   const sk_u32 nq = p.n_basis + 1, cols = p.in * nq, col_tiles = (cols + BN - 1) / BN;
   const sk_u32 o0 = id.by * BM;
   for (sk_u32 ct = id.bx; ct < col_tiles; ct += id.gdx) {  // uniform across the block
     const sk_u32 c0 = ct * BN;
     SkMmaAcc<T> acc[2][2];
-    for (sk_u32 a = 0; a < 2; ++a)
-      for (sk_u32 b = 0; b < 2; ++b) sk_mma_zero(acc[a][b]);
+    kan_mma_warp_zero(acc);
     const sk_u32 i_lo = c0 / nq, i_end = (c0 + BN + nq - 1) / nq;
     const sk_u32 nf = (i_end < p.in ? i_end : p.in) - i_lo;
     for (sk_u32 n0 = 0; n0 < p.rows; n0 += BK) {
@@ -144,14 +164,10 @@ SWISK_FN void kan_mma_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
                              grid + sk_u64(i) * p.n_knots, p, i);
       }
       SWISK_BARRIER();
-      for (sk_u32 kk = 0; kk < BK; kk += 16)
-        for (sk_u32 a = 0; a < 2; ++a)
-          for (sk_u32 b = 0; b < 2; ++b)
-            sk_mma(acc[a][b], as + (wr * 32 + a * 16) * BK + kk, BK, bs + (wc * 32 + b * 16) * BK + kk, BK, lane);
+      kan_mma_warp_step(acc, as, bs, warp, lane);
       SWISK_BARRIER();
     }
-    for (sk_u32 a = 0; a < 2; ++a)
-      for (sk_u32 b = 0; b < 2; ++b) sk_mma_store(cs + (wr * 32 + a * 16) * BN + wc * 32 + b * 16, BN, acc[a][b], lane);
+    kan_mma_warp_store(cs, acc, warp, lane);
     SWISK_BARRIER();
     for (sk_u32 e = tid; e < BM * BN; e += NT) {
       const sk_u32 o = o0 + e / BN, c = c0 + e % BN;
