@@ -72,20 +72,37 @@ SWISK_FN void kan_mma_warp_store(SWISK_TG float* cs, SkMmaAcc<T> (&acc)[2][2], s
 }
 
 // Writes silu and the non-zero bases of x[n, i] into the columns [c0, c0 + width) of one tile row:
-// tile[(col - c0) * stride + slot]. A NaN input fills the feature's columns with NaN.
+// row[(col - c0) * stride]. A NaN input fills the feature's columns with NaN.
 template <typename T, typename P>
-SWISK_FN void kan_mma_scatter(SWISK_TG T* tile, sk_u32 stride, sk_u32 slot, sk_i32 c0, sk_i32 width, float xv, P g,
+SWISK_FN void kan_mma_scatter(SWISK_TG T* row, sk_u32 stride, sk_i32 c0, sk_i32 width, float xv, P g,
                               SWISK_CONST KanParams& p, sk_u32 i) {
   const sk_i32 M = SWISK_MAX_SPLINE_ORDER, k = sk_i32(p.order), nq = sk_i32(p.n_basis) + 1;
   const sk_i32 base = sk_i32(i) * nq - c0;
   BsplineLocal<float> bl = bspline_local<float>(xv, g, sk_i32(p.n_knots), k, false);
   for (sk_i32 q = 0; q < nq && bl.span == -2; ++q)
-    if (base + q >= 0 && base + q < width) tile[sk_u32(base + q) * stride + slot] = T(bl.v[0]);
-  if (base >= 0 && base < width) tile[sk_u32(base) * stride + slot] = T(kan_silu(xv));
+    if (base + q >= 0 && base + q < width) row[sk_u32(base + q) * stride] = T(bl.v[0]);
+  if (base >= 0 && base < width) row[sk_u32(base) * stride] = T(kan_silu(xv));
   for (sk_i32 rr = 0; rr <= M; ++rr) {
     const sk_i32 j = bl.span - M + rr, col = base + 1 + j;
     if (rr >= M - k && bl.span >= 0 && j >= 0 && j < sk_i32(p.n_basis) && col >= 0 && col < width)
-      tile[sk_u32(col) * stride + slot] = T(bl.v[rr]);
+      row[sk_u32(col) * stride] = T(bl.v[rr]);
+  }
+}
+
+// Stages the operand tile of rows n0.. (nrows of them) and packed columns [c0, c0 + width): zeroed by
+// the caller, then silu and the non-zero bases of every (row, feature) pair whose columns meet it,
+// at tile[r * row_stride + (c - c0) * col_stride].
+template <typename T>
+SWISK_FN void kan_mma_stage_basis(SWISK_TG T* tile, sk_u32 row_stride, sk_u32 col_stride, sk_u32 nrows, sk_u32 n0,
+                                  sk_u32 c0, sk_u32 width, sk_u32 tid, SWISK_CONST KanParams& p,
+                                  SWISK_GLOBAL const T* x, SWISK_GLOBAL const T* grid) {
+  const sk_u32 nq = p.n_basis + 1, i_lo = c0 / nq, i_end = (c0 + width + nq - 1) / nq;
+  const sk_u32 nf = (i_end < p.in ? i_end : p.in) - i_lo;
+  for (sk_u32 e = tid; e < nrows * nf; e += SWISK_KAN_MMA_THREADS) {
+    const sk_u32 r = e / nf, i = i_lo + e % nf, n = n0 + r;
+    if (n < p.rows)
+      kan_mma_scatter<T>(tile + r * row_stride, col_stride, sk_i32(c0), sk_i32(width), float(x[sk_u64(n) * p.in + i]),
+                         grid + sk_u64(i) * p.n_knots, p, i);
   }
 }
 
@@ -96,7 +113,7 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
                                    SWISK_TG T* as, SWISK_TG T* bs, SWISK_TG float* cs) {
   const sk_u32 BM = SWISK_KAN_MMA_BM, BN = SWISK_KAN_MMA_BN, BK = SWISK_KAN_MMA_BK, NT = SWISK_KAN_MMA_THREADS;
   const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32;
-  const sk_u32 nq = p.n_basis + 1, cpad = kan_mma_cpad(p.in, p.n_basis);
+  const sk_u32 cpad = kan_mma_cpad(p.in, p.n_basis);
   const sk_u32 o0 = id.by * BN, row_tiles = (p.rows + BM - 1) / BM;
   for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {  // uniform across the block
     const sk_u32 n0 = rt * BM;
@@ -109,15 +126,7 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
         bs[e] = o0 + oc < p.out ? wp[sk_u64(o0 + oc) * cpad + c0 + cc] : T(0.0f);
       }
       SWISK_BARRIER();
-      // silu and the non-zero bases of the (row, feature) pairs whose columns meet this step
-      const sk_u32 i_lo = c0 / nq, i_end = (c0 + BK + nq - 1) / nq;
-      const sk_u32 nf = (i_end < p.in ? i_end : p.in) - i_lo;
-      for (sk_u32 e = tid; e < BM * nf; e += NT) {
-        const sk_u32 r = e / nf, i = i_lo + e % nf, n = n0 + r;
-        if (n < p.rows)
-          kan_mma_scatter<T>(as + r * BK, 1, 0, sk_i32(c0), sk_i32(BK), float(x[sk_u64(n) * p.in + i]),
-                             grid + sk_u64(i) * p.n_knots, p, i);
-      }
+      kan_mma_stage_basis<T>(as, BK, 1, BM, n0, c0, BK, tid, p, x, grid);  // row-major A tile
       SWISK_BARRIER();
       kan_mma_warp_step(acc, as, bs, warp, lane);
       SWISK_BARRIER();
@@ -148,8 +157,6 @@ SWISK_FN void kan_mma_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
     const sk_u32 c0 = ct * BN;
     SkMmaAcc<T> acc[2][2];
     kan_mma_warp_zero(acc);
-    const sk_u32 i_lo = c0 / nq, i_end = (c0 + BN + nq - 1) / nq;
-    const sk_u32 nf = (i_end < p.in ? i_end : p.in) - i_lo;
     for (sk_u32 n0 = 0; n0 < p.rows; n0 += BK) {
       for (sk_u32 e = tid; e < BM * BK; e += NT) {
         const sk_u32 ol = e / BK, nl = e % BK;
@@ -157,12 +164,7 @@ SWISK_FN void kan_mma_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
       }
       for (sk_u32 e = tid; e < BN * BK; e += NT) bs[e] = T(0.0f);
       SWISK_BARRIER();
-      for (sk_u32 e = tid; e < BK * nf; e += NT) {
-        const sk_u32 nl = e / nf, i = i_lo + e % nf, n = n0 + nl;
-        if (n < p.rows)
-          kan_mma_scatter<T>(bs, BK, nl, sk_i32(c0), sk_i32(BN), float(x[sk_u64(n) * p.in + i]),
-                             grid + sk_u64(i) * p.n_knots, p, i);
-      }
+      kan_mma_stage_basis<T>(bs, 1, BK, BK, n0, c0, BN, tid, p, x, grid);  // column-major B tile
       SWISK_BARRIER();
       kan_mma_warp_step(acc, as, bs, warp, lane);
       SWISK_BARRIER();
