@@ -19,6 +19,23 @@ def backend(request):
         yield request.param
 
 
+@pytest.fixture(autouse=True)
+def _no_leaked_torch_state():
+    """Every test leaves torch's global switches as it found them (restored, then reported)."""
+    before = testing.global_flags()
+    yield
+    after = testing.global_flags()
+    leaked = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+    for path, name in testing.GLOBAL_FLAGS:
+        key = f"{path}.{name}"
+        if key in leaked:
+            setattr(testing._owner(path), name, before[key])
+    torch.set_default_dtype(before["default_dtype"])
+    torch.set_grad_enabled(before["grad_enabled"])
+    torch.set_float32_matmul_precision(before["float32_matmul_precision"])
+    assert not leaked, f"the test leaked global torch state (before, after): {leaked}"
+
+
 @pytest.fixture
 def rng():
     """A fresh generator per test, seeded from the OS: inputs differ on every run."""

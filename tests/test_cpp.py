@@ -14,7 +14,8 @@ def _binary():
 def _names():
     exe = _binary()
     if exe is None:
-        return ["<missing: build with -Ccmake.define.SWISK_TESTS=ON>"]
+        return [pytest.param("missing", marks=pytest.mark.skip(
+            reason="the C++ tests were not built: install with -Ccmake.define.SWISK_TESTS=ON"))]
     out = subprocess.run([exe, "--list"], check=True, capture_output=True, text=True, timeout=60)
     return out.stdout.split()
 
@@ -22,6 +23,5 @@ def _names():
 @pytest.mark.parametrize("name", _names())
 def test_cpp(name):
     exe = _binary()
-    assert exe is not None, "the C++ tests were not built: install with -Ccmake.define.SWISK_TESTS=ON"
     r = subprocess.run([exe, "--run", name], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -213,7 +213,7 @@ def test_tensor_core_path_emulated(rng, grid_size, order):
         assert err <= REL[dtype], f"{dtype}: rel error {err:.3g} (seed {rng.initial_seed()})"
 
 
-def test_tf32_path_emulated(rng, monkeypatch):
+def test_tf32_path_emulated(rng):
     """With torch.backends.cuda.matmul.allow_tf32 set, fp32 takes the tensor-core forward as tf32
     (operands rounded to 10 mantissa bits): tf32-level error, and visibly not the fp32 kernel."""
     from swisk import _C
@@ -223,9 +223,9 @@ def test_tf32_path_emulated(rng, monkeypatch):
     want = ref(*args, 3)
     with testing.backend("cuda-emu"):
         fp32 = swisk.ops.kan_linear(*args, 3)
-        monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
-        assert _C.kan_linear_workspace(6, 70, 8, 3, dtype_code(torch.float32), "cuda-emu", False, True) > 0
-        tf32 = swisk.ops.kan_linear(*args, 3)
+        with testing.torch_flag(torch.backends.cuda.matmul, "allow_tf32", True):
+            assert _C.kan_linear_workspace(6, 70, 8, 3, dtype_code(torch.float32), "cuda-emu", False, True) > 0
+            tf32 = swisk.ops.kan_linear(*args, 3)
     assert rel_err(fp32, want) <= REL[torch.float32]
     err = rel_err(tf32, want)
     assert REL[torch.float32] < err <= 3e-3, f"tf32 rel error {err:.3g} (seed {rng.initial_seed()})"

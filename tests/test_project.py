@@ -119,3 +119,30 @@ def test_msl_address_spaces(tmp_path):
     assert broken != src
     bad = _syntax_check(broken, tmp_path)
     assert bad.returncode != 0 and "no matching function" in bad.stderr
+
+
+def _pytest_in(tmp_path, files: dict, env=None):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    import os
+
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, **(env or {})})
+
+
+def test_a_leaked_torch_flag_fails_the_test(tmp_path):
+    """The suite's guard: a test that flips a global torch switch without restoring it fails (and the
+    switch is restored for the next test), whatever the pytest version."""
+    leak = ("import torch\n\ndef test_leaks():\n    torch.backends.cuda.matmul.allow_tf32 = True\n\n"
+            "def test_after():\n    assert torch.backends.cuda.matmul.allow_tf32 is False\n")
+    r = _pytest_in(tmp_path, {"conftest.py": (ROOT / "tests" / "conftest.py").read_text(), "test_leak.py": leak})
+    assert r.returncode != 0 and "leaked global torch state" in r.stdout, r.stdout[-2000:]
+    assert "2 passed, 1 error" in r.stdout, r.stdout[-2000:]
+
+
+def test_cpp_tests_skip_when_not_built(tmp_path):
+    """tests/test_cpp.py skips with the reason when the C++ test binary is absent."""
+    src = (ROOT / "tests" / "test_cpp.py").read_text()
+    r = _pytest_in(tmp_path, {"test_cpp_copy.py": src}, env={"SWISK_CPP_TESTS": str(tmp_path / "absent")})
+    assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout[-2000:]

@@ -1,11 +1,13 @@
 """Helpers for tests: the backend ids every op is checked on, and error bounds per dtype."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from ._backend import cuda_usable, mps_usable, use_cpu_backend
 
-__all__ = ["backend_ids", "backend", "device_of", "dtypes_of", "use_cpu_backend"]
+__all__ = ["backend_ids", "backend", "device_of", "dtypes_of", "global_flags", "torch_flag", "use_cpu_backend"]
 
 
 def backend_ids() -> list:
@@ -31,3 +33,42 @@ def dtypes_of(backend_id: str) -> list:
     """Floating dtypes a backend takes: fp64 only where there is a CPU (the native backend)."""
     base = [torch.float32, torch.float16, torch.bfloat16]
     return [torch.float64] + base if backend_id == "cpu" else base
+
+
+# Global torch switches a test may flip: each is restored by torch_flag, and checked after every test.
+GLOBAL_FLAGS = (
+    ("torch.backends.cuda.matmul", "allow_tf32"),
+    ("torch.backends.cuda.matmul", "allow_fp16_reduced_precision_reduction"),
+    ("torch.backends.cuda.matmul", "allow_bf16_reduced_precision_reduction"),
+    ("torch.backends.cudnn", "allow_tf32"),
+    ("torch.backends.cudnn", "deterministic"),
+    ("torch.backends.cudnn", "benchmark"),
+)
+
+
+def _owner(path: str):
+    obj = torch
+    for part in path.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+def global_flags() -> dict:
+    """The current value of every global switch in GLOBAL_FLAGS, plus the default dtype and grad mode."""
+    flags = {f"{path}.{name}": getattr(_owner(path), name) for path, name in GLOBAL_FLAGS}
+    flags["default_dtype"] = torch.get_default_dtype()
+    flags["grad_enabled"] = torch.is_grad_enabled()
+    flags["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    return flags
+
+
+@contextlib.contextmanager
+def torch_flag(owner, name: str, value):
+    """Sets a global torch switch (e.g. torch.backends.cuda.matmul.allow_tf32) and restores it on exit,
+    with plain getattr/setattr (the switches are properties that pytest's monkeypatch cannot restore)."""
+    old = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
