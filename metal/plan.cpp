@@ -7,13 +7,9 @@ std::string kernel_name(const char* family, DType d) {
   return std::string("swisk_") + family + "_" + s;
 }
 
-void submit(const Launch& launch, MetalPlan&& plan) {
-  if (launch.backend == Backend::metal_emu) {
-    run_emulated(plan);
-  } else {
-    if (!launch.plan) throw Error(ErrorKind::runtime, "[metal] plan: no plan to fill");
-    *launch.plan = std::move(plan);
-  }
+void submit(const Launch& launch, MetalDispatch&& d) {
+  if (!launch.dispatches) throw Error(ErrorKind::runtime, "[metal] dispatch: no dispatch list to fill");
+  launch.dispatches->push_back(std::move(d));
 }
 
 }  // namespace swisk::metal

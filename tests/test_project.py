@@ -62,32 +62,74 @@ def test_msl_source_is_shipped_and_self_contained():
         assert f'SWISK_HOST_NAME("{name}" #S)' in src
 
 
-def test_metal_plan_glue_runs_on_the_emulator(monkeypatch, rng):
-    """The MPS path (plan from the core, buffers and parameter bytes bound by Python) on the emulator."""
+class _EmulatedMetalLibrary:
+    """Stands in for torch.mps.compile_shader's library: each kernel runs on the emulator with the
+    buffers and parameter bytes exactly as the MPS binder passed them."""
 
-    class FakeLibrary:
-        def __getattr__(self, kernel):
-            def launch(*args, threads, group_size):
-                grid = [t // g for t, g in zip(threads, group_size)]
-                assert all(t % g == 0 for t, g in zip(threads, group_size))
-                params = bytes(args[-1].cpu().numpy().tobytes())
-                _C.metal_emu_run(kernel, grid, list(group_size), params, [_backend.view("t", "b", a) for a in args[:-1]])
-            return launch
+    def __init__(self):
+        self.calls = []
 
-    monkeypatch.setattr(_backend, "metal_library", lambda: FakeLibrary())
-    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: self)  # keep the parameter bytes on the CPU
+    def __getattr__(self, kernel):
+        def launch(*args, threads, group_size):
+            assert all(t % g == 0 for t, g in zip(threads, group_size))
+            grid = [t // g for t, g in zip(threads, group_size)]
+            params = bytes(args[-1].cpu().numpy().tobytes())
+            self.calls.append(kernel)
+            _C.metal_emu_run(kernel, grid, list(group_size), params, [a.data_ptr() for a in args[:-1]])
+        return launch
+
+
+def _as_mps(t):
+    """The core's view of a CPU tensor as if it lived on the MPS device."""
+    return None if t is None else _backend.view("t", "x", t, False)[:4] + (2, 0)
+
+
+def _metal_cases(rng):
     grid = torch.linspace(-2.2, 2.2, 12).expand(5, -1).contiguous()
-    x = torch.randn(9, 5, generator=rng)
-    out = torch.empty(9, 5, 8)
+    x, gy = torch.randn(9, 5, generator=rng), torch.randn(9, 3, generator=rng)
+    bw, sw, sc = torch.randn(3, 5, generator=rng), torch.randn(3, 5, 8, generator=rng), torch.randn(3, 5, generator=rng)
+    s, t = torch.rand(3, 5, generator=rng) + 0.5, torch.randn(3, 5, generator=rng)
+    from swisk._ops import spline, wavelet
 
-    def mps(t):  # the view of t as if it lived on the MPS device
-        v = _backend.view("t", "x", t)
-        return v[:4] + (2, 0)
+    return [
+        (spline.BASIS, [x, grid], (3,)),
+        (spline.BASIS_BACKWARD, [x, grid, torch.randn(9, 5, 8, generator=rng)], (3,)),
+        (spline.KAN_LINEAR, [x, grid, bw, sw, sc], (3, False)),
+        (spline.KAN_LINEAR, [x, grid, None, sw, None], (3, False)),
+        (spline.KAN_LINEAR_BACKWARD, [x, grid, bw, sw, sc, gy], (3,)),
+        (spline.KAN_LINEAR_BACKWARD, [x, grid, None, sw, None, gy], (3,)),
+        (wavelet.WAVELET_KAN, [x, s, t, bw], ("morlet",)),
+        (wavelet.WAVELET_KAN_BACKWARD, [x, s, t, bw, gy], ("meyer",)),
+    ]
 
-    plan = _C.bspline_basis(mps(x), mps(grid), mps(out), 3, "mps", 0)
-    assert plan["kernel"] == "swisk_bspline_basis_f32" and plan["buffers"] == [0, 1, 2]
-    _backend.run_metal_plan(plan, [x, grid, out])
-    torch.testing.assert_close(out, swisk.reference.bspline_basis(x, grid, 3), atol=1e-6, rtol=0)
+
+def test_metal_glue_binds_the_right_tensors(monkeypatch, rng):
+    """Every op's MPS path (dispatches and buffer slots decided in C++, bound by the Python binder)
+    run on the emulator: outputs equal the CPU backend's, inputs are left untouched. (The kan_linear
+    backward once bound its gradients' slots to the parameters and wrote past spline_scaler.)"""
+    lib = _EmulatedMetalLibrary()
+    monkeypatch.setattr(_backend, "metal_library", lambda: lib)
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: self)  # parameter bytes stay on the CPU
+    for spec, inputs, scalars in _metal_cases(rng):
+        before = [None if t is None else t.clone() for t in inputs]
+        call = spec.prepare(*map(_as_mps, inputs), *scalars, "mps")
+        outs = [torch.full(shape, float("nan")) for shape in call.outputs]
+        work = [torch.full((call.work,), float("nan"))] if call.has_work else []
+        tensors = inputs + outs + work
+        dispatches = call.launch([0 if t is None else t.data_ptr() for t in tensors], 0)
+        assert dispatches, spec.name
+        _backend.run_metal_dispatches(dispatches, tensors, "mps")
+        cpu = spec.prepare(*(None if t is None else _backend.view("t", "x", t, False) for t in inputs), *scalars,
+                           "cpu")
+        want = [torch.zeros(shape) for shape in cpu.outputs]
+        cwork = [torch.empty(cpu.work, dtype=torch.float32)] if cpu.has_work else []
+        cpu.launch([0 if t is None else t.data_ptr() for t in inputs + want + cwork], 0)
+        for name, got, ref in zip(spec.outputs, outs, want):
+            if ref.numel():  # an absent input's gradient is empty
+                torch.testing.assert_close(got, ref, atol=2e-5, rtol=2e-5, msg=f"{spec.name}.{name}")
+        for a, b in zip(inputs, before):
+            assert (a is None and b is None) or torch.equal(a, b), f"{spec.name} wrote into an input"
+    assert any(k.startswith("swisk_kan_backward_scale") for k in lib.calls)
 
 
 def _clang():

@@ -162,7 +162,7 @@ def test_opcheck(rng):
     torch.library.opcheck(torch.ops.swisk.wavelet_kan.default, (*args, "morlet"))
     go = torch.randn(5, 4, generator=rng)
     torch.library.opcheck(torch.ops.swisk.wavelet_kan_backward.default,
-                          (go, *(a.detach() for a in args), "morlet"))
+                          (*(a.detach() for a in args), go, "morlet"))
 
 
 def test_compile_fullgraph(rng):
@@ -204,7 +204,7 @@ def test_bad_inputs(backend):
     bad(ValueError, r"\[wavelet_kan\] wavelet: unknown wavelet 'haar'; " + valid, x, s, t, w, "haar")
     bad(TypeError, r"\[wavelet_kan\] wavelet: expected a str", x, s, t, w, 3)
     with pytest.raises(ValueError, match=valid):  # the core says the same
-        swisk._C.wavelet_kan_shape(*(swisk._backend.view("t", "a", a) for a in (x, s, t, w)), "bump", backend)
+        swisk._C.wavelet_kan_prepare(*(swisk._backend.view("t", "a", a) for a in (x, s, t, w)), "bump", backend)
     bad(ValueError, r"\[wavelet_kan\] weight: must be \(out, in\) with in = x.shape\[-1\] = 4", x, s, t, w[:, :3], "dog")
     bad(ValueError, r"\[wavelet_kan\] weight: must be \(out, in\)", x, s, t, w[0], "dog")
     bad(ValueError, r"\[wavelet_kan\] scale: must have shape \(2, 4\), got \(3, 4\)", x, torch.ones(3, 4), t, w, "dog")

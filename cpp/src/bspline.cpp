@@ -1,4 +1,4 @@
-// Frontends of the B-spline basis ops: validate every argument, then dispatch.
+// Frontends of the B-spline basis ops: validate once (prepare), then launch.
 #include "swisk/ops/bspline.h"
 
 #include "validate.h"
@@ -22,13 +22,6 @@ static void check_common(const char* op, const TensorView& x, const TensorView& 
   SWISK_CHECK(x.numel() < (int64_t(1) << 32), value, op, "x", "at most 2^32 elements are supported");
 }
 
-std::vector<int64_t> bspline_basis_shape(const TensorView& x, const TensorView& grid, int order, Backend b) {
-  check_common("bspline_basis", x, grid, order, b);
-  std::vector<int64_t> shape(x.shape, x.shape + x.ndim);
-  shape.push_back(grid.shape[1] - 1 - order);
-  return shape;
-}
-
 BsplineParams bspline_params(const TensorView& x, const TensorView& grid, int order) {
   BsplineParams p;
   p.in = sk_u32(grid.shape[0]);
@@ -39,38 +32,50 @@ BsplineParams bspline_params(const TensorView& x, const TensorView& grid, int or
   return p;
 }
 
-static void check_data(const char* op, const TensorView& x, const TensorView& grid, Backend b) {
+template <class Args>
+static void check_grid_values(const Args& a) {
+  if (host_readable(a.launch.backend)) check_knots("bspline_basis", "grid", a.grid);
+}
+
+static std::vector<int64_t> basis_shape(const char* op, const TensorView& x, const TensorView& grid, int order,
+                                        Backend b) {
+  check_common(op, x, grid, order, b);
   check_contiguous(op, "x", x);
   check_contiguous(op, "grid", grid);
-  if (host_readable(b)) check_knots(op, "grid", grid);
+  std::vector<int64_t> shape(x.shape, x.shape + x.ndim);
+  shape.push_back(grid.shape[1] - 1 - order);
+  return shape;
+}
+
+std::unique_ptr<PreparedCall> bspline_basis_prepare(const BsplineBasisArgs& a, Backend b) {
+  auto shape = basis_shape("bspline_basis", a.x, a.grid, a.order, b);
+  auto c = make_call("bspline_basis", a, b, &check_grid_values<BsplineBasisArgs>);
+  c->outputs = {shape};
+  c->zero_outputs = {0};
+  return c;
+}
+
+std::unique_ptr<PreparedCall> bspline_basis_backward_prepare(const BsplineBasisBackwardArgs& a, Backend b) {
+  const char* op = "bspline_basis_backward";
+  auto shape = basis_shape(op, a.x, a.grid, a.order, b);
+  check_same_dtype(op, "grad_out", a.grad_out, a.x, "x");
+  check_same_device(op, "grad_out", a.grad_out, a.x, "x");
+  check_shape(op, "grad_out", a.grad_out, shape);
+  check_contiguous(op, "grad_out", a.grad_out);
+  auto c = make_call(op, a, b, &check_grid_values<BsplineBasisBackwardArgs>);
+  c->outputs = {std::vector<int64_t>(a.x.shape, a.x.shape + a.x.ndim)};
+  c->zero_outputs = {0};
+  return c;
 }
 
 void bspline_basis(const BsplineBasisArgs& a) {
-  const char* op = "bspline_basis";
-  auto shape = bspline_basis_shape(a.x, a.grid, a.order, a.launch.backend);
-  check_data(op, a.x, a.grid, a.launch.backend);
-  check_same_dtype(op, "out", a.out, a.x, "x");
-  check_same_device(op, "out", a.out, a.x, "x");
-  check_shape(op, "out", a.out, shape);
-  check_contiguous(op, "out", a.out);
-  registry().run(op, a);
+  auto c = bspline_basis_prepare(a, a.launch.backend);
+  run_prepared(*c, "bspline_basis", {&a.x, &a.grid, &a.out});
 }
 
 void bspline_basis_backward(const BsplineBasisBackwardArgs& a) {
-  const char* op = "bspline_basis_backward";
-  check_common(op, a.x, a.grid, a.order, a.launch.backend);
-  check_data(op, a.x, a.grid, a.launch.backend);
-  std::vector<int64_t> shape(a.x.shape, a.x.shape + a.x.ndim);
-  shape.push_back(a.grid.shape[1] - 1 - a.order);
-  for (auto [name, t] : {std::pair{"grad_out", &a.grad_out}, std::pair{"grad_x", &a.grad_x}}) {
-    check_same_dtype(op, name, *t, a.x, "x");
-    check_same_device(op, name, *t, a.x, "x");
-    check_contiguous(op, name, *t);
-  }
-  check_shape(op, "grad_out", a.grad_out, shape);
-  shape.pop_back();
-  check_shape(op, "grad_x", a.grad_x, shape);
-  registry().run(op, a);
+  auto c = bspline_basis_backward_prepare(a, a.launch.backend);
+  run_prepared(*c, "bspline_basis_backward", {&a.x, &a.grid, &a.grad_out, &a.grad_x});
 }
 
 }  // namespace swisk

@@ -1,4 +1,4 @@
-// Frontends of the fused KAN linear op: validate every argument, then dispatch.
+// Frontends of the fused KAN linear op: validate once (prepare), then launch.
 #include "swisk/ops/kan.h"
 
 #include "swisk/kernels/kan_mma.h"
@@ -14,7 +14,7 @@ static void check_operand(const char* op, const char* arg, const TensorView& t, 
   check_same_device(op, arg, t, x, "x");
 }
 
-std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& grid, const TensorView& bw,
+static std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& grid, const TensorView& bw,
                                       const TensorView& sw, const TensorView& sc, int order, Backend b) {
   const char* op = "kan_linear";
   check_float(op, "x", x);
@@ -84,64 +84,63 @@ KanParams kan_params(const TensorView& x, const TensorView& grid, const TensorVi
   return p;
 }
 
-static void check_work(const char* op, const TensorView& work, const TensorView& x, int64_t need) {
-  const DType want = x.dtype == DType::f64 ? DType::f64 : DType::f32;
-  if (need == 0) return;
-  SWISK_CHECK(work.dtype == want, type, op, "work", "must be ", dtype_name(want), ", got ", dtype_name(work.dtype));
-  check_same_device(op, "work", work, x, "x");
-  check_contiguous(op, "work", work);
-  SWISK_CHECK(work.numel() >= need, value, op, "work", "needs ", need, " elements, got ", work.numel());
-}
-
-static void check_inputs(const char* op, const TensorView& x, const TensorView& grid, const TensorView& bw,
-                         const TensorView& sw, const TensorView& sc, Backend b) {
+static void check_layout(const char* op, const TensorView& x, const TensorView& grid, const TensorView& bw,
+                         const TensorView& sw, const TensorView& sc) {
   check_contiguous(op, "x", x);
   check_contiguous(op, "grid", grid);
   check_contiguous(op, "spline_weight", sw);
   if (present(bw)) check_contiguous(op, "base_weight", bw);
   if (present(sc)) check_contiguous(op, "spline_scaler", sc);
-  if (host_readable(b)) check_knots(op, "grid", grid);
-}
-
-// An output: same dtype and device as x, contiguous, of the given shape.
-static void check_output(const char* op, const char* arg, const TensorView& t, const TensorView& x,
-                         const std::vector<int64_t>& shape) {
-  check_operand(op, arg, t, x);
-  check_shape(op, arg, t, shape);
-  check_contiguous(op, arg, t);
 }
 
 static std::vector<int64_t> shape_of(const TensorView& t) { return std::vector<int64_t>(t.shape, t.shape + t.ndim); }
 
-void kan_linear(const KanLinearArgs& a) {
+template <class Args>
+static void check_grid_values(const Args& a) {
+  if (host_readable(a.launch.backend)) check_knots("kan_linear", "grid", a.grid);
+}
+
+std::unique_ptr<PreparedCall> kan_linear_prepare(const KanLinearArgs& a, Backend b) {
   const char* op = "kan_linear";
-  const Backend b = a.launch.backend;
   auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b);
-  check_inputs(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, b);
-  check_output(op, "out", a.out, a.x, shape);
+  check_layout(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler);
+  auto c = make_call(op, a, b, &check_grid_values<KanLinearArgs>);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, false, a.tf32));
-  registry().run(op, a);
+  c->outputs = {shape};
+  c->zero_outputs = {uint8_t(p.in == 0)};  // no features: y = 0, which no kernel writes
+  c->work = kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, false, a.tf32);
+  return c;
+}
+
+std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwardArgs& a, Backend b) {
+  const char* op = "kan_linear_backward";
+  auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b);
+  check_layout(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler);
+  check_operand(op, "grad_out", a.grad_out, a.x);
+  check_shape(op, "grad_out", a.grad_out, shape);
+  check_contiguous(op, "grad_out", a.grad_out);
+  auto c = make_call(op, a, b, &check_grid_values<KanLinearBackwardArgs>);
+  const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
+  const std::vector<int64_t> none{0};
+  c->outputs = {shape_of(a.x), present(a.base_weight) ? shape_of(a.base_weight) : none, shape_of(a.spline_weight),
+                present(a.spline_scaler) ? shape_of(a.spline_scaler) : none};
+  // Nothing to contract (no outputs, features or rows): gradients the kernels leave unwritten are zero.
+  const bool empty = p.out == 0 || p.in == 0 || p.rows == 0;
+  c->zero_outputs = {uint8_t(p.out == 0 || p.in == 0), uint8_t(empty), uint8_t(empty), uint8_t(empty)};
+  c->work = kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, true);
+  return c;
+}
+
+void kan_linear(const KanLinearArgs& a) {
+  auto c = kan_linear_prepare(a, a.launch.backend);
+  run_prepared(*c, "kan_linear", {&a.x, &a.grid, &a.base_weight, &a.spline_weight, &a.spline_scaler, &a.out, &a.work});
 }
 
 void kan_linear_backward(const KanLinearBackwardArgs& a) {
-  const char* op = "kan_linear_backward";
-  const Backend b = a.launch.backend;
-  auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b);
-  check_inputs(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, b);
-  check_output(op, "grad_out", a.grad_out, a.x, shape);
-  check_output(op, "grad_x", a.grad_x, a.x, shape_of(a.x));
-  check_output(op, "grad_spline_weight", a.grad_spline_weight, a.x, shape_of(a.spline_weight));
-  SWISK_CHECK(present(a.grad_base_weight) == present(a.base_weight), value, op, "grad_base_weight",
-              "must be given exactly when base_weight is");
-  SWISK_CHECK(present(a.grad_spline_scaler) == present(a.spline_scaler), value, op, "grad_spline_scaler",
-              "must be given exactly when spline_scaler is");
-  if (present(a.base_weight)) check_output(op, "grad_base_weight", a.grad_base_weight, a.x, shape_of(a.base_weight));
-  if (present(a.spline_scaler))
-    check_output(op, "grad_spline_scaler", a.grad_spline_scaler, a.x, shape_of(a.spline_scaler));
-  const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  check_work(op, a.work, a.x, kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, true));
-  registry().run(op, a);
+  auto c = kan_linear_backward_prepare(a, a.launch.backend);
+  run_prepared(*c, "kan_linear_backward",
+               {&a.x, &a.grid, &a.base_weight, &a.spline_weight, &a.spline_scaler, &a.grad_out, &a.grad_x,
+                &a.grad_base_weight, &a.grad_spline_weight, &a.grad_spline_scaler, &a.work});
 }
 
 }  // namespace swisk

@@ -1,4 +1,4 @@
-// Frontends of the wavelet KAN ops: validate every argument, then dispatch.
+// Frontends of the wavelet KAN ops: validate once (prepare), then launch.
 #include "swisk/ops/wavelet.h"
 
 #include "dtype_dispatch.h"
@@ -57,14 +57,6 @@ static void check_scale(const char* op, const TensorView& scale, Backend b) {
   });
 }
 
-std::vector<int64_t> wavelet_kan_shape(const TensorView& x, const TensorView& scale, const TensorView& translation,
-                                       const TensorView& weight, const std::string& wavelet, Backend b) {
-  check_common("wavelet_kan", x, scale, translation, weight, wavelet, b);
-  std::vector<int64_t> shape(x.shape, x.shape + x.ndim);
-  shape.back() = weight.shape[0];
-  return shape;
-}
-
 WaveletParams wavelet_params(const TensorView& x, const TensorView& weight, const std::string& wavelet) {
   WaveletParams p;
   p.in = sk_u32(weight.shape[1]);
@@ -76,43 +68,58 @@ WaveletParams wavelet_params(const TensorView& x, const TensorView& weight, cons
   return p;
 }
 
-static void check_inputs_data(const char* op, const TensorView& x, const TensorView& scale,
-                              const TensorView& translation, const TensorView& weight, Backend b) {
-  check_dense(op, "x", x);
-  check_dense(op, "translation", translation);
-  check_dense(op, "weight", weight);
-  check_scale(op, scale, b);
+template <class Args>
+static void check_scale_values(const Args& a) {
+  check_scale("wavelet_kan", a.scale, a.launch.backend);
 }
 
-static void check_output(const char* op, const char* name, const TensorView& t, const TensorView& x,
-                         const std::vector<int64_t>& shape) {
-  check_same_dtype(op, name, t, x, "x");
-  check_same_device(op, name, t, x, "x");
-  check_shape(op, name, t, shape);
-  check_dense(op, name, t);
+static std::vector<int64_t> wavelet_shape(const char* op, const TensorView& x, const TensorView& scale,
+                                          const TensorView& translation, const TensorView& weight,
+                                          const std::string& wavelet, Backend b) {
+  check_common(op, x, scale, translation, weight, wavelet, b);
+  for (auto [name, t] : {std::pair{"x", &x}, std::pair{"scale", &scale}, std::pair{"translation", &translation},
+                         std::pair{"weight", &weight}})
+    check_dense(op, name, *t);
+  std::vector<int64_t> shape(x.shape, x.shape + x.ndim);
+  shape.back() = weight.shape[0];
+  return shape;
+}
+
+std::unique_ptr<PreparedCall> wavelet_kan_prepare(const WaveletKanArgs& a, Backend b) {
+  auto shape = wavelet_shape("wavelet_kan", a.x, a.scale, a.translation, a.weight, a.wavelet, b);
+  auto c = make_call("wavelet_kan", a, b, &check_scale_values<WaveletKanArgs>);
+  c->outputs = {shape};
+  c->zero_outputs = {uint8_t(a.weight.shape[1] == 0)};  // no features: y = 0
+  return c;
+}
+
+std::unique_ptr<PreparedCall> wavelet_kan_backward_prepare(const WaveletKanBackwardArgs& a, Backend b) {
+  const char* op = "wavelet_kan_backward";
+  auto yshape = wavelet_shape(op, a.x, a.scale, a.translation, a.weight, a.wavelet, b);
+  check_same_dtype(op, "grad_out", a.grad_out, a.x, "x");
+  check_same_device(op, "grad_out", a.grad_out, a.x, "x");
+  check_shape(op, "grad_out", a.grad_out, yshape);
+  check_dense(op, "grad_out", a.grad_out);
+  auto c = make_call(op, a, b, &check_scale_values<WaveletKanBackwardArgs>);
+  const std::vector<int64_t> pshape{a.weight.shape[0], a.weight.shape[1]};
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < a.x.ndim; ++d) rows *= a.x.shape[d];
+  c->outputs = {std::vector<int64_t>(a.x.shape, a.x.shape + a.x.ndim), pshape, pshape, pshape};
+  const uint8_t no_out = a.weight.shape[0] == 0, no_rows = rows == 0;
+  c->zero_outputs = {no_out, no_rows, no_rows, no_rows};  // empty sums are zero
+  return c;
 }
 
 void wavelet_kan(const WaveletKanArgs& a) {
-  const char* op = "wavelet_kan";
-  auto shape = wavelet_kan_shape(a.x, a.scale, a.translation, a.weight, a.wavelet, a.launch.backend);
-  check_inputs_data(op, a.x, a.scale, a.translation, a.weight, a.launch.backend);
-  check_output(op, "out", a.out, a.x, shape);
-  registry().run(op, a);
+  auto c = wavelet_kan_prepare(a, a.launch.backend);
+  run_prepared(*c, "wavelet_kan", {&a.x, &a.scale, &a.translation, &a.weight, &a.out});
 }
 
 void wavelet_kan_backward(const WaveletKanBackwardArgs& a) {
-  const char* op = "wavelet_kan_backward";
-  check_common(op, a.x, a.scale, a.translation, a.weight, a.wavelet, a.launch.backend);
-  check_inputs_data(op, a.x, a.scale, a.translation, a.weight, a.launch.backend);
-  std::vector<int64_t> yshape(a.x.shape, a.x.shape + a.x.ndim), xshape = yshape;
-  yshape.back() = a.weight.shape[0];
-  const std::vector<int64_t> pshape{a.weight.shape[0], a.weight.shape[1]};
-  check_output(op, "grad_out", a.grad_out, a.x, yshape);
-  check_output(op, "grad_x", a.grad_x, a.x, xshape);
-  check_output(op, "grad_scale", a.grad_scale, a.x, pshape);
-  check_output(op, "grad_translation", a.grad_translation, a.x, pshape);
-  check_output(op, "grad_weight", a.grad_weight, a.x, pshape);
-  registry().run(op, a);
+  auto c = wavelet_kan_backward_prepare(a, a.launch.backend);
+  run_prepared(*c, "wavelet_kan_backward",
+               {&a.x, &a.scale, &a.translation, &a.weight, &a.grad_out, &a.grad_x, &a.grad_scale,
+                &a.grad_translation, &a.grad_weight});
 }
 
 }  // namespace swisk

@@ -3,6 +3,7 @@
 
 #include "metal/plan.h"
 #include "swisk/kernels/bspline.h"
+#include "swisk/ops/kan.h"
 
 namespace swisk::bind {
 
@@ -28,29 +29,13 @@ TensorView view(nb::handle h) {
 
 TensorView view_or_none(nb::handle h) { return h.is_none() ? TensorView{} : view(h); }
 
-nb::object plan_dict(const MetalPlan& p) {
-  nb::dict d;
-  d["kernel"] = p.kernel;
-  d["grid"] = nb::make_tuple(p.grid[0], p.grid[1], p.grid[2]);
-  d["threadgroup"] = nb::make_tuple(p.threadgroup[0], p.threadgroup[1], p.threadgroup[2]);
-  d["params"] = nb::bytes(reinterpret_cast<const char*>(p.params.data()), p.params.size());
-  d["buffers"] = p.buffers;
-  return d;
-}
-
-Launch make_launch(const std::string& backend, uintptr_t stream, MetalPlan* plan) {
-  Launch l;
-  l.backend = backend_from_name(backend);
-  l.stream = reinterpret_cast<void*>(stream);
-  l.plan = plan;
-  return l;
-}
-
 }  // namespace swisk::bind
 
 NB_MODULE(_C, m) {
   using namespace swisk;
   namespace nb = nanobind;
+  // Prepared calls stay cached by the torch.library registrations until the interpreter ends.
+  nb::set_leak_warnings(false);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
@@ -79,19 +64,57 @@ NB_MODULE(_C, m) {
     return registry().has(op, backend_from_name(backend));
   });
   m.def("ops", [] { return registry().ops(); });
-  // Runs a Metal plan on the emulator with the buffers Python would bind (tests the MPS glue).
+  // A prepared op call: output shapes and scratch for Python to allocate, then launch(pointers, stream).
+  nb::class_<PreparedCall>(m, "PreparedCall")
+      .def_prop_ro("outputs", [](const PreparedCall& c) {
+        nb::list l;
+        for (const auto& s : c.outputs) {
+          nb::list t;
+          for (int64_t v : s) t.append(v);
+          l.append(nb::tuple(t));
+        }
+        return l;
+      })
+      .def_prop_ro("zero_outputs", [](const PreparedCall& c) {
+        nb::list l;
+        for (uint8_t z : c.zero_outputs) l.append(bool(z));
+        return l;
+      })
+      .def_ro("work", &PreparedCall::work)
+      .def_prop_ro("work_dtype", [](const PreparedCall& c) { return int(c.work_dtype); })
+      .def_ro("has_work", &PreparedCall::has_work)
+      .def_prop_ro("n_tensors", &PreparedCall::n_tensors)
+      // Runs with the GIL released; Metal backends return their dispatches as
+      // (kernel, grid, threadgroup, parameter bytes, buffer positions) for Python to perform.
+      .def("launch", [](PreparedCall& c, const std::vector<uintptr_t>& data, uintptr_t stream) -> nb::object {
+        std::vector<MetalDispatch> ds;
+        {
+          nb::gil_scoped_release release;
+          c.launch(data, reinterpret_cast<void*>(stream), &ds);
+        }
+        if (ds.empty()) return nb::none();
+        nb::list out;
+        for (const auto& d : ds)
+          out.append(nb::make_tuple(d.kernel, nb::make_tuple(d.grid[0], d.grid[1], d.grid[2]),
+                                    nb::make_tuple(d.threadgroup[0], d.threadgroup[1], d.threadgroup[2]),
+                                    nb::bytes(reinterpret_cast<const char*>(d.params.data()), d.params.size()),
+                                    d.buffers));
+        return out;
+      });
+  // metal-emu's last step: runs one dispatch on the emulator with the buffers Python bound.
   m.def("metal_emu_run", [](const std::string& kernel, std::vector<uint32_t> grid, std::vector<uint32_t> tg,
-                            nb::bytes params, nb::list buffers) {
-    MetalPlan plan;
-    plan.kernel = kernel;
-    for (int d = 0; d < 3; ++d) {
-      plan.grid[d] = d < int(grid.size()) ? grid[d] : 1;
-      plan.threadgroup[d] = d < int(tg.size()) ? tg[d] : 1;
+                            nb::bytes params, std::vector<uintptr_t> buffers) {
+    MetalDispatch d;
+    d.kernel = kernel;
+    for (int k = 0; k < 3; ++k) {
+      d.grid[k] = k < int(grid.size()) ? grid[k] : 1;
+      d.threadgroup[k] = k < int(tg.size()) ? tg[k] : 1;
     }
-    plan.params.assign(params.c_str(), params.c_str() + params.size());
-    for (nb::handle b : buffers) plan.pointers.push_back(bind::view(b).data);
+    d.params.assign(params.c_str(), params.c_str() + params.size());
+    std::vector<void*> ptrs;
+    for (uintptr_t b : buffers) ptrs.push_back(reinterpret_cast<void*>(b));
     nb::gil_scoped_release release;
-    metal::run_emulated(plan);
+    metal::run_emulated(d, ptrs);
   });
 
   bind::bind_spline(m);

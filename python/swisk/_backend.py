@@ -35,6 +35,14 @@ def dtype_code(dtype: torch.dtype) -> int:
     return _DTYPES[dtype]
 
 
+_CODES = {v: k for k, v in _DTYPES.items()}
+
+
+def dtype_of_code(code: int) -> torch.dtype:
+    """The torch dtype of a core dtype code."""
+    return _CODES[code]
+
+
 def cpu_backend() -> str:
     """Which backend runs ops on CPU tensors: 'cpu', or an emulator ('cuda-emu', 'metal-emu') in tests."""
     return getattr(_state, "cpu_backend", "cpu")
@@ -64,16 +72,6 @@ def stream_for(t: torch.Tensor) -> int:
     return 0
 
 
-def call(fn, tensors: list, *scalars) -> None:
-    """Runs a core op on the tensors' device; a Metal plan coming back is run on torch's MPS stream."""
-    first = tensors[0]
-    backend = backend_for(first)
-    views = [view(fn.__name__, f"arg{i}", t) for i, t in enumerate(tensors)]
-    plan = fn(*views, *scalars, backend, stream_for(first))
-    if plan is not None:
-        run_metal_plan(plan, tensors)
-
-
 # ---- Metal -----------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def metal_library():
@@ -82,13 +80,33 @@ def metal_library():
     return torch.mps.compile_shader(source)
 
 
-def run_metal_plan(plan: dict, tensors: list) -> None:
-    kernel = getattr(metal_library(), plan["kernel"])
-    params = torch.frombuffer(bytearray(plan["params"]), dtype=torch.uint8).to("mps")
-    args = [tensors[i] for i in plan["buffers"]] + [params]
-    tg = list(plan["threadgroup"])
-    threads = [g * t for g, t in zip(plan["grid"], tg)]
-    kernel(*args, threads=threads, group_size=tg)
+def _mps_dispatch(kernel: str, grid, threadgroup, params: bytes, buffers: list) -> None:
+    fn = getattr(metal_library(), kernel)
+    p = torch.frombuffer(bytearray(params), dtype=torch.uint8).to("mps")
+    threads = [g * t for g, t in zip(grid, threadgroup)]
+    fn(*buffers, p, threads=threads, group_size=list(threadgroup))
+
+
+def _emu_dispatch(kernel: str, grid, threadgroup, params: bytes, buffers: list) -> None:
+    _C.metal_emu_run(kernel, list(grid), list(threadgroup), params, [b.data_ptr() for b in buffers])
+
+
+def run_metal_dispatches(dispatches: list, tensors: list, backend: str) -> None:
+    """Performs the dispatches C++ decided: slot k of each gets tensors[buffers[k]] (an absent optional
+    tensor: a one-element dummy), then the parameter bytes. MPS runs them on torch's MPS stream;
+    metal-emu binds the same way and only the last step, running the kernel, differs."""
+    run = _mps_dispatch if backend == "mps" else _emu_dispatch
+    dummy = None
+    for kernel, grid, threadgroup, params, slots in dispatches:
+        bound = []
+        for i in slots:
+            t = tensors[i]
+            if t is None:
+                if dummy is None:
+                    dummy = tensors[0].new_zeros(1)
+                t = dummy
+            bound.append(t)
+        run(kernel, grid, threadgroup, params, bound)
 
 
 # ---- what is usable here -----------------------------------------------------------------------

@@ -70,7 +70,7 @@ void check_backend(const Problem& P, Backend be, double tol) {
 
   KanLinearBackwardArgs b{f.x, f.grid, f.base_weight, f.spline_weight, f.spline_scaler, make_view(gy, {R, O}),
                           make_view(gx, {R, I}), make_view(gbw, {O, I}), make_view(gsw, {O, I, NB}),
-                          make_view(gsc, {O, I}), f.work, P.order, -1, {}};
+                          make_view(gsc, {O, I}), f.work, P.order, {}};
   b.launch.backend = be;
   kan_linear_backward(b);
   for (int n = 0; n < P.rows; ++n)

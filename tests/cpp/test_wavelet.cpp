@@ -155,9 +155,14 @@ Result run_op(Problem& P, Backend be, const char* wavelet, bool validate = true)
   if (validate) {
     wavelet_kan(a);
     wavelet_kan_backward(b);
-  } else {  // straight to the kernels, past the frontend's checks
-    registry().run("wavelet_kan", a);
-    registry().run("wavelet_kan_backward", b);
+  } else {  // past the data checks, straight to the kernels
+    auto c = wavelet_kan_prepare(a, be);
+    c->check_data = false;
+    run_prepared(*c, "wavelet_kan", {&a.x, &a.scale, &a.translation, &a.weight, &a.out});
+    auto cb = wavelet_kan_backward_prepare(b, be);
+    cb->check_data = false;
+    run_prepared(*cb, "wavelet_kan_backward", {&b.x, &b.scale, &b.translation, &b.weight, &b.grad_out, &b.grad_x,
+                                               &b.grad_scale, &b.grad_translation, &b.grad_weight});
   }
   return r;
 }

@@ -18,21 +18,21 @@ const char* backend_name(Backend b);
 Backend backend_from_name(const std::string& name);  // "cpu", "cuda", "mps", "cuda-emu", "metal-emu"
 Device backend_device(Backend b);                     // where the backend's tensors live
 
-// What a Metal kernel needs to run: Python binds the buffers and dispatches on torch's MPS stream.
-struct MetalPlan {
+// One Metal kernel dispatch, decided in C++: Python (or the emulator) binds buffers[k], a position in
+// the op's tensor list, to slot k, the parameter bytes to the next slot, and dispatches.
+struct MetalDispatch {
   std::string kernel;
   uint32_t grid[3] = {1, 1, 1};         // threadgroups per grid
   uint32_t threadgroup[3] = {1, 1, 1};  // threads per threadgroup
   std::vector<uint8_t> params;          // bound after the tensors
-  std::vector<int> buffers;             // indices into the op's tensor list, in buffer order
-  std::vector<void*> pointers;          // the same tensors' data (used by the emulator)
+  std::vector<int> buffers;             // positions in the op's tensor list, in slot order
 };
 
-// How an op call runs: on which backend, on which CUDA stream, into which Metal plan.
+// How an op call runs: on which backend, on which CUDA stream; Metal appends its dispatches.
 struct Launch {
   Backend backend = Backend::cpu;
   void* stream = nullptr;
-  MetalPlan* plan = nullptr;
+  std::vector<MetalDispatch>* dispatches = nullptr;
 };
 
 class Registry {
@@ -41,15 +41,20 @@ class Registry {
   void add(const char* op, Backend b, void (*fn)(const Args&), const char* (*supports)(const Args&) = nullptr) {
     add_erased(op, b, tag<Args>(), reinterpret_cast<void (*)()>(fn), reinterpret_cast<void (*)()>(supports));
   }
-  // Runs op on args.launch.backend; unknown or unsupported combinations raise a clear error.
+  // The kernel of op on backend b for these arguments; unknown or unsupported combinations raise.
   template <class Args>
-  void run(const char* op, const Args& args) const {
-    const Entry& e = find(op, args.launch.backend, tag<Args>());
+  auto kernel(const char* op, Backend b, const Args& args) const -> void (*)(const Args&) {
+    const Entry& e = find(op, b, tag<Args>());
     if (e.supports) {
       auto sup = reinterpret_cast<const char* (*)(const Args&)>(e.supports);
-      if (const char* why = sup(args)) fail(ErrorKind::type, op, "input", why, " on backend ", backend_name(args.launch.backend));
+      if (const char* why = sup(args)) fail(ErrorKind::type, op, "input", why, " on backend ", backend_name(b));
     }
-    reinterpret_cast<void (*)(const Args&)>(e.fn)(args);
+    return reinterpret_cast<void (*)(const Args&)>(e.fn);
+  }
+  // Straight to the kernel on args.launch.backend, past every frontend check (tests).
+  template <class Args>
+  void run(const char* op, const Args& args) const {
+    kernel(op, args.launch.backend, args)(args);
   }
   bool has(const std::string& op, Backend b) const;
   std::vector<std::string> ops() const;

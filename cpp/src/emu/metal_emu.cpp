@@ -44,7 +44,7 @@ const KernelEntry kKernels[] = {
 
 }  // namespace
 
-void run_emulated(const MetalPlan& plan) {
+void run_emulated(const MetalDispatch& plan, const std::vector<void*>& buffers) {
   for (const auto& k : kKernels) {
     if (plan.kernel != k.name) continue;
     // Metal binds the parameter bytes as a constant buffer: keep them aligned for the struct.
@@ -53,7 +53,7 @@ void run_emulated(const MetalPlan& plan) {
     std::memcpy(params, plan.params.data(), plan.params.size());
     emu::launch(emu::Dim3(plan.grid[0], plan.grid[1], plan.grid[2]),
                 emu::Dim3(plan.threadgroup[0], plan.threadgroup[1], plan.threadgroup[2]),
-                [&] { k.thunk(plan.pointers.data(), params); });
+                [&] { k.thunk(buffers.data(), params); });
     return;
   }
   throw Error(ErrorKind::runtime, "[metal-emu] kernel: no emulated kernel named " + plan.kernel);

@@ -1,12 +1,13 @@
-// Wavelet KAN: the public C++ entry points (validate, then dispatch on the registry).
+// Wavelet KAN: the public C++ entry points (prepare once, then launch).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "swisk/kernels/wavelet.h"
-#include "swisk/registry.h"
+#include "swisk/call.h"
 
 namespace swisk {
 
@@ -15,6 +16,10 @@ struct WaveletKanArgs {
   TensorView x, scale, translation, weight, out;
   std::string wavelet;
   Launch launch;
+  static constexpr int kInputs = 4;
+  static constexpr bool kWork = false;
+  using A = WaveletKanArgs;
+  static constexpr TensorView A::* kTensors[] = {&A::x, &A::scale, &A::translation, &A::weight, &A::out};
 };
 
 // grad_out (..., out) -> grad_x (..., in) and the three (out, in) parameter gradients.
@@ -23,6 +28,12 @@ struct WaveletKanBackwardArgs {
   TensorView grad_x, grad_scale, grad_translation, grad_weight;
   std::string wavelet;
   Launch launch;
+  static constexpr int kInputs = 5;
+  static constexpr bool kWork = false;
+  using A = WaveletKanBackwardArgs;
+  static constexpr TensorView A::* kTensors[] = {&A::x,      &A::scale,      &A::translation,      &A::weight,
+                                                 &A::grad_out, &A::grad_x, &A::grad_scale, &A::grad_translation,
+                                                 &A::grad_weight};
 };
 
 // "mexican_hat, morlet, dog, meyer, shannon" (id order).
@@ -30,9 +41,12 @@ const char* wavelet_names();
 // The id of a wavelet name; an unknown name raises ValueError listing the valid ones.
 int wavelet_id(const char* op, const std::string& name);
 
-// Checks names, shapes, dtypes and devices (no data access); returns the output shape.
-std::vector<int64_t> wavelet_kan_shape(const TensorView& x, const TensorView& scale, const TensorView& translation,
-                                       const TensorView& weight, const std::string& wavelet, Backend b);
+// Validate the inputs (metadata only) and decide the outputs and kernel; a zero scale is checked at
+// launch on host-readable backends.
+std::unique_ptr<PreparedCall> wavelet_kan_prepare(const WaveletKanArgs& inputs, Backend b);
+std::unique_ptr<PreparedCall> wavelet_kan_backward_prepare(const WaveletKanBackwardArgs& inputs, Backend b);
+
+// For C++ callers holding their own outputs: prepare on args.launch.backend, check them, run.
 void wavelet_kan(const WaveletKanArgs& args);
 void wavelet_kan_backward(const WaveletKanBackwardArgs& args);
 
