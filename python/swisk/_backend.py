@@ -62,12 +62,14 @@ def use_cpu_backend(name: str):
 
 
 def backend_for(t: torch.Tensor) -> str:
-    kind = t.device.type
-    return cpu_backend() if kind == "cpu" else kind
+    """The backend that runs an op whose first input is t."""
+    if t.is_cpu:
+        return getattr(_state, "cpu_backend", "cpu")
+    return "cuda" if t.is_cuda else t.device.type
 
 
 def stream_for(t: torch.Tensor) -> int:
-    if t.device.type == "cuda":
+    if t.is_cuda:
         return torch.cuda.current_stream(t.device).cuda_stream
     return 0
 

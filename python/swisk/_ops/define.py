@@ -9,6 +9,9 @@ from typing import Callable, Optional
 
 import torch
 
+from torch.autograd import forward_ad as _forward_ad
+from torch.utils._python_dispatch import _get_current_dispatch_mode
+
 from .. import _backend
 
 LIB = torch.library.Library("swisk", "DEF")  # noqa: TOR901  (ops defined once, at import)
@@ -28,8 +31,8 @@ class OpSpec:
     outputs: tuple
     prepare: Callable                      # _C.<name>_prepare(*views, *scalars, *extra, backend)
     fake_shapes: Callable                  # (*args) -> output shapes, for symbolic sizes
-    backward: Optional[Callable] = None    # (ctx, saved inputs, scalars, grads) -> input grads
-    extra: Optional[Callable] = None       # () -> extra prepare arguments read at call time
+    backward: Optional[Callable] = None    # (needs_input_grad, saved inputs, scalars, grads) -> input grads
+    extra: Optional[Callable] = None       # (backend) -> extra prepare arguments read at call time
     autocast: Optional[str] = None         # "fp32": cast floating inputs up; "lower": to the autocast dtype
     row_outputs: tuple = ()                # outputs with x's leading (row) dims: the vmap rule merges those
     defaults: dict = dataclasses.field(default_factory=dict)  # public wrapper's trailing defaults
@@ -54,6 +57,18 @@ def _meta(t):
     return None if t is None else (t.dtype, t.device, t.shape, t.stride())
 
 
+class _Entry:
+    """A prepared call with what Python needs of it read once: output shapes and zero-fill flags,
+    the scratch (elements, dtype) or None when the op has none, and the launch."""
+    __slots__ = ("call", "outputs", "work", "launch")
+
+    def __init__(self, call):
+        self.call = call
+        self.outputs = list(zip(call.outputs, call.zero_outputs))
+        self.work = (call.work, _backend.dtype_of_code(call.work_dtype)) if call.has_work else None
+        self.launch = call.launch
+
+
 class _Prepared:
     """Prepared calls, cached on everything prepare reads (dtypes, devices, shapes, strides, scalars):
     a repeated call costs one dictionary lookup instead of a validation crossing."""
@@ -61,33 +76,32 @@ class _Prepared:
     def __init__(self, spec: OpSpec):
         self.spec, self.cache = spec, {}
 
-    def get(self, tensors, scalars, backend: str, data: bool = True):
-        extra = self.spec.extra() if self.spec.extra else ()
+    def get(self, tensors, scalars, backend: str) -> _Entry:
+        extra = self.spec.extra(backend) if self.spec.extra else ()
         key = (backend, scalars, extra, *map(_meta, tensors))
-        call = self.cache.get(key)
-        if call is None:
+        entry = self.cache.get(key)
+        if entry is None:
             names = self.spec.input_names()
             views = [None if t is None else _backend.view(self.spec.name, n, t, False) for n, t in zip(names, tensors)]
-            call = self.spec.prepare(*views, *scalars, *extra, backend)
+            entry = _Entry(self.spec.prepare(*views, *scalars, *extra, backend))
             if len(self.cache) >= _CACHE_LIMIT:
                 self.cache.clear()
-            self.cache[key] = call
-        return call
+            self.cache[key] = entry
+        return entry
 
 
 def _run(spec: OpSpec, prepared: _Prepared, args):
     tensors = _contiguous(args[:spec.n_in])
     x = tensors[0]
     backend = _backend.backend_for(x)
-    call = prepared.get(tensors, tuple(args[spec.n_in:]), backend)
+    entry = prepared.get(tensors, tuple(args[spec.n_in:]), backend)
     dtype, device = x.dtype, x.device
-    outs = [(torch.zeros if z else torch.empty)(s, dtype=dtype, device=device)
-            for s, z in zip(call.outputs, call.zero_outputs)]
+    outs = [(torch.zeros if z else torch.empty)(s, dtype=dtype, device=device) for s, z in entry.outputs]
     everything = tensors + outs
-    if call.has_work:
-        wd = _backend.dtype_of_code(call.work_dtype)
-        everything.append(torch.empty(call.work, dtype=wd, device=device) if call.work else None)
-    dispatches = call.launch([0 if t is None else t.data_ptr() for t in everything], _backend.stream_for(x))
+    if entry.work is not None:
+        n, wd = entry.work
+        everything.append(torch.empty(n, dtype=wd, device=device) if n else None)
+    dispatches = entry.launch([0 if t is None else t.data_ptr() for t in everything], _backend.stream_for(x))
     if dispatches:
         _backend.run_metal_dispatches(dispatches, everything, backend)
     return outs[0] if len(outs) == 1 else tuple(outs)
@@ -101,39 +115,50 @@ def _fake(spec: OpSpec, prepared: _Prepared, args):
     tensors = _contiguous(args[:spec.n_in])  # as the real kernel sees them
     x = tensors[0]
     if all(isinstance(s, int) for t in tensors if t is not None for s in t.shape):
-        shapes = prepared.get(tensors, tuple(args[spec.n_in:]), _backend.backend_for(x)).outputs
+        shapes = prepared.get(tensors, tuple(args[spec.n_in:]), _backend.backend_for(x)).call.outputs
     else:
         shapes = spec.fake_shapes(*args)
     outs = [x.new_empty(s) for s in shapes]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+
+
 def _autograd(spec: OpSpec, op):
     """The Autograd kernel: an autograd.Function when a tensor input needs a gradient, else straight
-    below autograd (no Function overhead on inference calls)."""
+    to the device kernel (no Function overhead on inference calls). Without a backward in the
+    description, a gradient that would be needed raises instead of coming back as a silent zero."""
     n_in = spec.n_in
 
     class Fn(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, *args):
-            with torch._C._AutoDispatchBelowAutograd():
-                out = op(*args)
+        def forward(ctx, keyset, *args):
+            # keyset None: called from the public wrapper on plain eager tensors (no dispatcher)
+            if keyset is None:
+                out = _run(spec, op._swisk_prepared, args)
+            else:
+                out = op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
             ctx.save_for_backward(*args[:n_in])
             ctx.scalars = args[n_in:]
             return out
 
         @staticmethod
         def backward(ctx, *grads):
-            grads_in = spec.backward(ctx, ctx.saved_tensors, ctx.scalars, grads)
-            return (*grads_in, *(None for _ in ctx.scalars))
+            if spec.backward is None:
+                raise NotImplementedError(f"[{spec.name}] the derivative of this op is not implemented")
+            grads_in = spec.backward(ctx.needs_input_grad[1:1 + n_in], ctx.saved_tensors, ctx.scalars, grads)
+            return (None, *grads_in, *(None for _ in ctx.scalars))
 
     Fn.__name__ = f"{spec.name}_fn"
+    op._swisk_function = Fn
 
-    def kernel(*args):
-        if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args[:n_in]):
-            return Fn.apply(*args)
-        with torch._C._AutoDispatchBelowAutograd():
-            return op(*args)
+    def kernel(keyset, *args):
+        if torch.is_grad_enabled():
+            for t in args[:n_in]:
+                if t is not None and t.requires_grad:
+                    return Fn.apply(keyset, *args)
+        return op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
 
     return kernel
 
@@ -171,18 +196,39 @@ def define(spec: OpSpec):
     def impl(*args):
         return _run(spec, prepared, args)
 
+    op._swisk_spec, op._swisk_prepared = spec, prepared
     for key in DEVICE_KEYS:
         LIB.impl(spec.name, impl, key)
     torch.library.register_fake(f"swisk::{spec.name}", lambda *args: _fake(spec, prepared, args), lib=LIB)
-    if spec.backward is not None:
-        LIB.impl(spec.name, _autograd(spec, op), "Autograd")
+    LIB.impl(spec.name, _autograd(spec, op), "Autograd", with_keyset=True)
     if spec.autocast == "fp32":
         for dev in ("cpu", "cuda", "mps"):
             if torch.amp.is_autocast_available(dev):
                 torch.library.register_autocast(f"swisk::{spec.name}", dev, torch.float32, lib=LIB)
     torch.library.register_vmap(f"swisk::{spec.name}", _vmap_rule(spec, op), lib=LIB)
-    op._swisk_spec = spec
     return op
+
+
+_DISPATCH, _PLAIN, _PLAIN_GRAD = 0, 1, 2
+
+
+def _route(tensors) -> int:
+    """_PLAIN(_GRAD) when nothing but the kernel (and autograd) would see the call: no compiler,
+    tracer, dispatch or torch-function mode, functorch transform or forward-AD level, no tensor
+    subclass. Such calls skip torch's dispatcher (two Python round trips per call)."""
+    if (torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None
+            or torch._C._is_torch_function_mode_enabled() or torch._C._are_functorch_transforms_active()
+            or _forward_ad._current_level >= 0 or torch._C._get_tracing_state() is not None):
+        return _DISPATCH
+    route = _PLAIN
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if t is not None:
+            if type(t) is not torch.Tensor:
+                return _DISPATCH
+            if grad and t.requires_grad:
+                route = _PLAIN_GRAD
+    return route
 
 
 def wrapper(spec: OpSpec, op):
@@ -190,7 +236,8 @@ def wrapper(spec: OpSpec, op):
     and the argument), autocast applied, then the op."""
     names, n_in = spec.input_names(), spec.n_in
     optional = [n.endswith("?") for n in spec.inputs]
-    scalar_types = [t for _, t in spec.scalars]
+
+    prepared = op._swisk_prepared
 
     def check(*args):
         for i in range(n_in):
@@ -205,9 +252,15 @@ def wrapper(spec: OpSpec, op):
             if torch.is_autocast_enabled(dev) and args[0].is_floating_point():
                 dt = torch.get_autocast_dtype(dev)
                 args = (*(None if t is None else t.to(dt) for t in args[:n_in]), *args[n_in:])
+        elif spec.autocast == "fp32" and torch.is_autocast_enabled(args[0].device.type):
+            return op(*args)
+        route = _route(args[:n_in])
+        if route == _PLAIN:
+            return _run(spec, prepared, args)
+        if route == _PLAIN_GRAD:
+            return op._swisk_function.apply(None, *args)
         return op(*args)
 
-    del scalar_types
     all_names = names + [n for n, _ in spec.scalars]
     params = ", ".join(f"{n}={spec.defaults[n]!r}" if n in spec.defaults else n for n in all_names)
     src = f"def {spec.name}({params}):\n    return _check({', '.join(all_names)})\n"

@@ -7,15 +7,11 @@ from .. import _C
 from .define import OpSpec, define, wrapper
 
 
-def _no_grad_tensor(x, t):
-    return x.new_zeros(0) if t is None else t
-
-
 # ---- bspline_basis ---------------------------------------------------------------------------------
-def _basis_backward(ctx, saved, scalars, grads):
+def _basis_backward(need, saved, scalars, grads):
     x, grid = saved
     gx = None
-    if ctx.needs_input_grad[0]:
+    if need[0]:
         gx = torch.ops.swisk.bspline_basis_backward(x, grid, grads[0], *scalars)
     return gx, None
 
@@ -46,15 +42,14 @@ basis = wrapper(BASIS, bspline_basis_op)
 
 
 # ---- kan_linear ------------------------------------------------------------------------------------
-def _tf32() -> tuple:
+def _tf32(backend: str) -> tuple:
     """fp32 may run on the CUDA matrix units as tf32, as torch's matmuls do under this flag."""
-    return (bool(torch.backends.cuda.matmul.allow_tf32),)
+    return (backend in ("cuda", "cuda-emu") and bool(torch.backends.cuda.matmul.allow_tf32),)
 
 
-def _kan_backward(ctx, saved, scalars, grads):
+def _kan_backward(need, saved, scalars, grads):
     x, grid, bw, sw, sc = saved
     gx, gbw, gsw, gsc = torch.ops.swisk.kan_linear_backward(x, grid, bw, sw, sc, grads[0], *scalars)
-    need = ctx.needs_input_grad
     return (gx if need[0] else None, None, gbw if need[2] else None, gsw if need[3] else None,
             gsc if need[4] else None)
 

@@ -27,11 +27,11 @@ def _fake_backward(x, scale, translation, weight, grad_out, wavelet):
     return [tuple(t.shape) for t in (x, scale, translation, weight)]
 
 
-def _backward(ctx, saved, scalars, grads):
-    if not any(ctx.needs_input_grad[:4]):
+def _backward(need, saved, scalars, grads):
+    if not any(need):
         return None, None, None, None
     g = torch.ops.swisk.wavelet_kan_backward(*saved, grads[0], *scalars)
-    return tuple(t if need else None for t, need in zip(g, ctx.needs_input_grad[:4]))
+    return tuple(t if n else None for t, n in zip(g, need))
 
 
 WAVELET_KAN = OpSpec(
