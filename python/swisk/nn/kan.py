@@ -50,7 +50,8 @@ class KANLinear(torch.nn.Module):
             g, k = self.grid_size, self.spline_order
             noise = (torch.rand(g + 1, self.in_features, self.out_features) - 0.5) * self.scale_noise / g
             scale = 1.0 if self.enable_standalone_scale_spline else self.scale_spline
-            coeff = self.curve2coeff(self.grid.T[k:-k], noise.to(self.grid))
+            # the g + 1 knots of grid_range (efficient-kan's grid.T[k:-k], which is empty for k = 0)
+            coeff = self.curve2coeff(self.grid.T[k:k + g + 1], noise.to(self.grid))
             self.spline_weight.copy_(scale * coeff)
             if self.enable_standalone_scale_spline:
                 torch.nn.init.kaiming_uniform_(self.spline_scaler, a=math.sqrt(5) * self.scale_spline)
