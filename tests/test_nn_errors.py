@@ -1,4 +1,5 @@
-"""swisk.nn layers: bad arguments raise ValueError/TypeError naming the layer and its own argument."""
+"""swisk.nn layers: bad arguments raise ValueError/TypeError naming the layer and its own argument, and a
+failing update_grid leaves the layer bitwise unchanged."""
 import warnings
 
 import pytest
@@ -115,3 +116,70 @@ def test_autocast_input_still_accepted(rng):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             got = layer(x.bfloat16())
         torch.testing.assert_close(got.float(), layer(x.bfloat16().float()), atol=0.1, rtol=0.05)
+
+
+def _snapshot(m):
+    """Every parameter and buffer as raw bytes (NaN compares equal to itself)."""
+    return {k: v.detach().clone().contiguous().view(torch.uint8) for k, v in m.state_dict().items()}
+
+
+def _assert_unchanged(m, before):
+    after = _snapshot(m)
+    assert after.keys() == before.keys()
+    for k in before:
+        assert torch.equal(after[k], before[k]), f"{k} changed by a raising update_grid"
+
+
+@pytest.mark.parametrize("arg", ["spline_weight", "spline_scaler"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_update_grid_refuses_non_finite_weights(rng, arg, bad):
+    torch.manual_seed(rng.initial_seed())
+    m = KANLinear(4, 3)
+    with torch.no_grad():
+        getattr(m, arg).view(-1)[int(torch.randint(0, getattr(m, arg).numel(), (1,), generator=rng))] = bad
+    before = _snapshot(m)
+    with pytest.raises(ValueError, match=rf"\[KANLinear\] update_grid: {arg} holds NaN or inf"):
+        m.update_grid(torch.randn(64, 4, generator=rng))
+    _assert_unchanged(m, before)
+
+
+def test_update_grid_is_atomic(rng):
+    """Every raising call, whatever the cause, leaves the knots and weights bitwise as they were."""
+    torch.manual_seed(rng.initial_seed())
+    m = KANLinear(4, 3, grid_eps=0.0)
+    before = _snapshot(m)
+    x = torch.randn(64, 4, generator=rng)
+    cases = [
+        (x.clone().index_fill_(0, torch.tensor([5]), float("nan")), ValueError, r"update_grid: x holds NaN or inf"),
+        (x[:, :3], ValueError, r"input: expected last dimension in_features=4, got 3"),
+        (x.reshape(32, 8), ValueError, r"input: expected last dimension in_features=4, got 8"),
+        (x[:0], ValueError, r"update_grid: x holds no samples"),
+        (x.double(), TypeError, r"input: dtype torch.float64 differs"),
+        # grid_eps = 0 and a few repeated values: the adaptive knots collapse
+        (x[:2].repeat(32, 1), ValueError, r"update_grid: the new knots are not strictly increasing"),
+    ]
+    for bad, exc, match in cases:
+        with pytest.raises(exc, match=r"\[KANLinear\] " + match):
+            m.update_grid(bad)
+        _assert_unchanged(m, before)
+    with pytest.raises(ValueError, match=r"\[KANLinear\] margin: must be >= 0.0"):
+        m.update_grid(x, margin=-1.0)
+    _assert_unchanged(m, before)
+    m.update_grid(x)  # a good call still updates
+    assert not torch.equal(m.grid, before["grid"].view(torch.float32).reshape(m.grid.shape))
+    y = m(x)
+    want = reference.kan_linear(x, m.grid, m.base_weight, m.spline_weight, m.spline_scaler, 3)
+    torch.testing.assert_close(y, want, atol=2e-5, rtol=1e-5)
+
+
+def test_kan_forward_with_update_grid_rejects_nan_weights(rng):
+    torch.manual_seed(rng.initial_seed())
+    net = KAN([3, 5, 2])
+    with torch.no_grad():
+        net.layers[1].spline_weight[0, 0, 0] = float("nan")
+    before = _snapshot(net)
+    with pytest.raises(ValueError, match=r"\[KANLinear\] update_grid: spline_weight holds NaN or inf"):
+        net(torch.randn(32, 3, generator=rng), update_grid=True)
+    # the first layer was updated before the second raised; the second is untouched
+    after = _snapshot(net)
+    assert all(torch.equal(after[k], before[k]) for k in before if k.startswith("layers.1."))

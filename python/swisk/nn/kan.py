@@ -106,9 +106,22 @@ class KANLinear(torch.nn.Module):
     @torch.no_grad()
     def update_grid(self, x: torch.Tensor, margin: float = 0.01):
         """efficient-kan's adaptive knots from x (batch, in), then a least-squares refit of the spline
-        weights that preserves the layer's function on x (see the class docstring)."""
+        weights that preserves the layer's function on x (see the class docstring).
+
+        All or nothing: the new knots and weights are computed and checked first, then assigned, so a
+        call that raises (non-finite x or weights, knots that collapse, ...) leaves the layer unchanged."""
+        name = "KANLinear"
+        check_input(name, x, self.in_features, self.spline_weight)
+        margin = real_arg(name, "margin", margin, lo=0.0)
         x = x.reshape(-1, self.in_features)
         batch, g, k = x.size(0), self.grid_size, self.spline_order
+        if batch == 0:
+            raise ValueError(f"[{name}] update_grid: x holds no samples")
+        if not torch.isfinite(x).all():
+            raise ValueError(f"[{name}] update_grid: x holds NaN or inf")
+        for arg in ("spline_weight", "spline_scaler") if self.enable_standalone_scale_spline else ("spline_weight",):
+            if not torch.isfinite(getattr(self, arg)).all():
+                raise ValueError(f"[{name}] update_grid: {arg} holds NaN or inf, which cannot be refitted")
         # the old spline branch, per feature: (in, batch, out)
         per_feature = torch.bmm(self.b_splines(x).transpose(0, 1), self.scaled_spline_weight.permute(1, 2, 0))
         xs = torch.sort(x, dim=0)[0]
@@ -117,12 +130,17 @@ class KANLinear(torch.nn.Module):
         uniform = torch.arange(g + 1, dtype=x.dtype, device=x.device).unsqueeze(1) * step + xs[0] - margin
         grid = self.grid_eps * uniform + (1 - self.grid_eps) * adaptive
         ext = torch.arange(1, k + 1, dtype=x.dtype, device=x.device).unsqueeze(1) * step
-        grid = torch.cat([grid[:1] - ext.flip(0), grid, grid[-1:] + ext], dim=0)
-        self.grid.copy_(grid.T)
-        coeff = self.curve2coeff(x, per_feature.transpose(0, 1))
+        grid = torch.cat([grid[:1] - ext.flip(0), grid, grid[-1:] + ext], dim=0).T.to(self.grid.dtype)
+        if not (torch.isfinite(grid).all() and (grid[:, 1:] > grid[:, :-1]).all()):
+            raise ValueError(f"[{name}] update_grid: the new knots are not strictly increasing (too few distinct "
+                             f"values of x per feature for grid_size={g}; raise grid_eps or margin)")
+        coeff = self.curve2coeff(x, per_feature.transpose(0, 1), grid)
         if self.enable_standalone_scale_spline:
             s = self.spline_scaler.unsqueeze(-1)
             coeff = torch.where(s == 0, torch.zeros_like(coeff), coeff / torch.where(s == 0, torch.ones_like(s), s))
+        if not torch.isfinite(coeff).all():
+            raise ValueError(f"[{name}] update_grid: the refit gave non-finite spline weights")
+        self.grid.copy_(grid)
         self.spline_weight.copy_(coeff)
 
     def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0) -> torch.Tensor:
