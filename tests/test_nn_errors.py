@@ -40,7 +40,8 @@ CONSTRUCTOR_ERRORS = [
     (WaveletKANLinear, (4, -3), {}, ValueError, r"\[WaveletKANLinear\] out_features: must be >= 1, got -3"),
     (WaveletKANLinear, (4, 3), dict(wavelet_type="haar"), ValueError,
      r"\[WaveletKANLinear\] wavelet_type: unknown wavelet 'haar'; valid: mexican_hat"),
-    (WaveletKANLinear, (4, 3), dict(wavelet_type=None), TypeError, r"\[WaveletKANLinear\] wavelet_type: expected a str"),
+    (WaveletKANLinear, (4, 3), dict(wavelet_type=None), TypeError,
+     r"\[WaveletKANLinear\] wavelet_type: expected a str"),
     (WaveletKANLinear, (4, 3), dict(batch_norm="no"), TypeError, r"\[WaveletKANLinear\] batch_norm: expected a bool"),
     (WaveletKANLinear, (4, 3), dict(base_activation=torch.nn.SiLU), TypeError,
      r"\[WaveletKANLinear\] base_activation: .* \(pass an instance, e\.g\. SiLU\(\)\)"),
@@ -84,7 +85,8 @@ def test_forward_input_errors(rng, i):
         layer(torch.randn(4, 5, generator=rng))
     with pytest.raises(ValueError, match=rf"\[{name}\] input: expected last dimension in_features=8, got a 0-d"):
         layer(x[0, 0])
-    with pytest.raises(TypeError, match=rf"\[{name}\] input: dtype torch.float64 differs from the layer's torch.float32"):
+    msg = rf"\[{name}\] input: dtype torch.float64 differs from the layer's torch.float32"
+    with pytest.raises(TypeError, match=msg):
         layer(x.double())
     with pytest.raises(TypeError, match=rf"\[{name}\] input: dtype torch.int32 is not supported"):
         layer(x.int())
