@@ -156,3 +156,56 @@ def test_compile_trains_a_step(rng):
     assert losses[1][1] < losses[1][0]
     for a, b in zip(eager.parameters(), compiled_model.parameters()):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def ref_update_grid(layer, x, margin=0.01):
+    """update_grid in plain torch on swisk.reference: efficient-kan's adaptive knots (grid_eps blend of the
+    sorted samples and a uniform grid, spline_order knots added each side), then the lstsq refit of the old
+    spline branch, divided by spline_scaler as this layer does (see KANLinear's docstring)."""
+    g, k, eps = layer.grid_size, layer.spline_order, layer.grid_eps
+    w = layer.spline_weight * layer.spline_scaler.unsqueeze(-1)
+    old = torch.einsum("bij,oij->bio", reference.bspline_basis(x, layer.grid, k), w)
+    xs = torch.sort(x, dim=0)[0]
+    adaptive = xs[torch.linspace(0, x.shape[0] - 1, g + 1, dtype=torch.int64)]
+    step = (xs[-1] - xs[0] + 2 * margin) / g
+    knots = eps * (torch.arange(g + 1, dtype=x.dtype)[:, None] * step + xs[0] - margin) + (1 - eps) * adaptive
+    left = knots[:1] - torch.arange(k, 0, -1, dtype=x.dtype)[:, None] * step
+    right = knots[-1:] + torch.arange(1, k + 1, dtype=x.dtype)[:, None] * step
+    grid = torch.cat([left, knots, right]).T
+    a = reference.bspline_basis(x, grid, k).transpose(0, 1)
+    coeff = torch.linalg.lstsq(a, old.transpose(0, 1)).solution.permute(2, 0, 1)
+    return grid, coeff / layer.spline_scaler.unsqueeze(-1)
+
+
+@pytest.mark.parametrize("spline_order", [0, 2])
+def test_spline_order_zero_and_low(rng, spline_order):
+    """Order 0 (piecewise constants): init, forward, backward and update_grid against the reference."""
+    k, g = spline_order, 4
+    torch.manual_seed(rng.initial_seed())
+    m = swisk.nn.KANLinear(5, 3, grid_size=g, spline_order=k, scale_noise=0.5, grid_range=[-1.5, 2]).double()
+    assert m.grid.shape == (5, g + 2 * k + 1) and m.spline_weight.shape == (3, 5, g + k)
+    assert m.grid[0, k].item() == pytest.approx(-1.5) and m.grid[0, k + g].item() == pytest.approx(2.0)
+    # initialisation: noise fitted at the g + 1 knots of grid_range, as efficient-kan's grid.T[k:-k] for k > 0
+    torch.manual_seed(rng.initial_seed())
+    torch.nn.init.kaiming_uniform_(torch.empty(3, 5), a=math.sqrt(5))
+    noise = (torch.rand(g + 1, 5, 3) - 0.5) * 0.5 / g
+    grid32 = m.grid.float()  # built in fp32, as the layer was
+    a = reference.bspline_basis(grid32.T[k:k + g + 1], grid32, k).transpose(0, 1)
+    want = torch.linalg.lstsq(a, noise.transpose(0, 1)).solution.permute(2, 0, 1)
+    torch.testing.assert_close(m.spline_weight.detach().float(), want, atol=1e-6, rtol=1e-5)
+    with torch.no_grad():  # random weights, so that no branch is trivially zero
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape, generator=rng, dtype=p.dtype))
+    x = (torch.rand(2, 40, 5, generator=rng, dtype=torch.float64) * 3.4 - 1.45).requires_grad_()
+    params = [x, m.base_weight, m.spline_weight, m.spline_scaler]
+    y = m(x)
+    want = reference.kan_linear(x, m.grid, m.base_weight, m.spline_weight, m.spline_scaler, k)
+    torch.testing.assert_close(y, want, atol=1e-12, rtol=1e-12)
+    go = torch.randn(y.shape, generator=rng, dtype=torch.float64)
+    for got, ref in zip(torch.autograd.grad(y, params, go), torch.autograd.grad(want, params, go)):
+        torch.testing.assert_close(got, ref, atol=1e-10, rtol=1e-10)
+    xu = torch.randn(200, 5, generator=rng, dtype=torch.float64) * 0.7
+    grid, coeff = ref_update_grid(m, xu)
+    m.update_grid(xu)
+    torch.testing.assert_close(m.grid, grid, atol=1e-12, rtol=0)
+    torch.testing.assert_close(m.spline_weight.detach(), coeff.detach(), atol=1e-8, rtol=1e-8)

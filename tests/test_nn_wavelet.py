@@ -139,7 +139,8 @@ def test_network_state_dict_and_training(rng):
 
 
 def test_bad_wavelet_type():
-    with pytest.raises(ValueError, match=r"\[WaveletKANLinear\] wavelet: unknown wavelet 'bump'; valid: mexican_hat"):
+    msg = r"\[WaveletKANLinear\] wavelet_type: unknown wavelet 'bump'; valid: mexican_hat"
+    with pytest.raises(ValueError, match=msg):
         swisk.nn.WaveletKANLinear(3, 2, "bump")
 
 

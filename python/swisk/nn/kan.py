@@ -9,6 +9,23 @@ import torch
 import torch.nn.functional as F
 
 from .. import ops
+from ._checks import check_input, flag_arg, int_arg, module_class_arg, range_arg, real_arg, widths_arg
+
+
+def _check_args(layer, grid_size, spline_order, scale_noise, scale_base, scale_spline, base_activation, grid_eps,
+                grid_range):
+    """The constructor arguments KANLinear and KAN share, checked in the caller's name."""
+    from .. import build_info  # swisk is fully imported by the time a layer is built
+
+    max_order = build_info()["max_spline_order"]
+    return dict(grid_size=int_arg(layer, "grid_size", grid_size, 1),
+                spline_order=int_arg(layer, "spline_order", spline_order, 0, max_order),
+                scale_noise=real_arg(layer, "scale_noise", scale_noise),
+                scale_base=real_arg(layer, "scale_base", scale_base),
+                scale_spline=real_arg(layer, "scale_spline", scale_spline),
+                base_activation=module_class_arg(layer, "base_activation", base_activation),
+                grid_eps=real_arg(layer, "grid_eps", grid_eps, 0.0, 1.0),
+                grid_range=range_arg(layer, "grid_range", grid_range))
 
 
 class KANLinear(torch.nn.Module):
@@ -29,19 +46,23 @@ class KANLinear(torch.nn.Module):
                  scale_spline=1.0, enable_standalone_scale_spline=True, base_activation=torch.nn.SiLU, grid_eps=0.02,
                  grid_range=[-1, 1]):  # noqa: B006 (efficient-kan's signature)
         super().__init__()
-        self.in_features, self.out_features = in_features, out_features
-        self.grid_size, self.spline_order = grid_size, spline_order
-        h = (grid_range[1] - grid_range[0]) / grid_size
-        grid = torch.arange(-spline_order, grid_size + spline_order + 1) * h + grid_range[0]
-        self.register_buffer("grid", grid.expand(in_features, -1).contiguous())
-        self.base_weight = torch.nn.Parameter(torch.empty(out_features, in_features))
-        self.spline_weight = torch.nn.Parameter(torch.empty(out_features, in_features, grid_size + spline_order))
-        if enable_standalone_scale_spline:
-            self.spline_scaler = torch.nn.Parameter(torch.empty(out_features, in_features))
-        self.scale_noise, self.scale_base, self.scale_spline = scale_noise, scale_base, scale_spline
-        self.enable_standalone_scale_spline = enable_standalone_scale_spline
-        self.base_activation = base_activation()
-        self.grid_eps = grid_eps
+        a = _check_args("KANLinear", grid_size, spline_order, scale_noise, scale_base, scale_spline, base_activation,
+                        grid_eps, grid_range)
+        fin = self.in_features = int_arg("KANLinear", "in_features", in_features, 1)
+        fout = self.out_features = int_arg("KANLinear", "out_features", out_features, 1)
+        g, k = self.grid_size, self.spline_order = a["grid_size"], a["spline_order"]
+        lo, hi = a["grid_range"]
+        grid = torch.arange(-k, g + k + 1) * ((hi - lo) / g) + lo
+        self.register_buffer("grid", grid.expand(fin, -1).contiguous())
+        self.base_weight = torch.nn.Parameter(torch.empty(fout, fin))
+        self.spline_weight = torch.nn.Parameter(torch.empty(fout, fin, g + k))
+        self.enable_standalone_scale_spline = flag_arg("KANLinear", "enable_standalone_scale_spline",
+                                                       enable_standalone_scale_spline)
+        if self.enable_standalone_scale_spline:
+            self.spline_scaler = torch.nn.Parameter(torch.empty(fout, fin))
+        self.scale_noise, self.scale_base, self.scale_spline = a["scale_noise"], a["scale_base"], a["scale_spline"]
+        self.base_activation = a["base_activation"]()
+        self.grid_eps = a["grid_eps"]
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -50,18 +71,21 @@ class KANLinear(torch.nn.Module):
             g, k = self.grid_size, self.spline_order
             noise = (torch.rand(g + 1, self.in_features, self.out_features) - 0.5) * self.scale_noise / g
             scale = 1.0 if self.enable_standalone_scale_spline else self.scale_spline
-            coeff = self.curve2coeff(self.grid.T[k:-k], noise.to(self.grid))
+            # the g + 1 knots of grid_range (efficient-kan's grid.T[k:-k], which is empty for k = 0)
+            coeff = self.curve2coeff(self.grid.T[k:k + g + 1], noise.to(self.grid))
             self.spline_weight.copy_(scale * coeff)
             if self.enable_standalone_scale_spline:
                 torch.nn.init.kaiming_uniform_(self.spline_scaler, a=math.sqrt(5) * self.scale_spline)
 
-    def b_splines(self, x: torch.Tensor) -> torch.Tensor:
-        """(batch, in) -> (batch, in, grid_size + spline_order): the bases efficient-kan materialises."""
-        return ops.bspline_basis(x, self.grid.to(x.dtype), self.spline_order)
+    def b_splines(self, x: torch.Tensor, grid: torch.Tensor | None = None) -> torch.Tensor:
+        """(batch, in) -> (batch, in, grid_size + spline_order): the bases efficient-kan materialises
+        (on the layer's knots, or on ``grid`` (in, n_knots) when given)."""
+        grid = self.grid if grid is None else grid
+        return ops.bspline_basis(x, grid.to(x.dtype), self.spline_order)
 
-    def curve2coeff(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def curve2coeff(self, x: torch.Tensor, y: torch.Tensor, grid: torch.Tensor | None = None) -> torch.Tensor:
         """Least-squares coefficients (out, in, n_basis) of per-feature curves y (batch, in, out) at x (batch, in)."""
-        a = self.b_splines(x).transpose(0, 1)  # (in, batch, n_basis)
+        a = self.b_splines(x, grid).transpose(0, 1)  # (in, batch, n_basis)
         sol = torch.linalg.lstsq(a, y.transpose(0, 1)).solution  # (in, n_basis, out)
         return sol.permute(2, 0, 1).contiguous()
 
@@ -72,6 +96,7 @@ class KANLinear(torch.nn.Module):
         return self.spline_weight
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input("KANLinear", x, self.in_features, self.spline_weight)
         scaler = self.spline_scaler if self.enable_standalone_scale_spline else None
         if isinstance(self.base_activation, torch.nn.SiLU):
             return ops.kan_linear(x, self.grid, self.base_weight, self.spline_weight, scaler, self.spline_order)
@@ -81,9 +106,22 @@ class KANLinear(torch.nn.Module):
     @torch.no_grad()
     def update_grid(self, x: torch.Tensor, margin: float = 0.01):
         """efficient-kan's adaptive knots from x (batch, in), then a least-squares refit of the spline
-        weights that preserves the layer's function on x (see the class docstring)."""
+        weights that preserves the layer's function on x (see the class docstring).
+
+        All or nothing: the new knots and weights are computed and checked first, then assigned, so a
+        call that raises (non-finite x or weights, knots that collapse, ...) leaves the layer unchanged."""
+        name = "KANLinear"
+        check_input(name, x, self.in_features, self.spline_weight)
+        margin = real_arg(name, "margin", margin, lo=0.0)
         x = x.reshape(-1, self.in_features)
         batch, g, k = x.size(0), self.grid_size, self.spline_order
+        if batch == 0:
+            raise ValueError(f"[{name}] update_grid: x holds no samples")
+        if not torch.isfinite(x).all():
+            raise ValueError(f"[{name}] update_grid: x holds NaN or inf")
+        for arg in ("spline_weight", "spline_scaler") if self.enable_standalone_scale_spline else ("spline_weight",):
+            if not torch.isfinite(getattr(self, arg)).all():
+                raise ValueError(f"[{name}] update_grid: {arg} holds NaN or inf, which cannot be refitted")
         # the old spline branch, per feature: (in, batch, out)
         per_feature = torch.bmm(self.b_splines(x).transpose(0, 1), self.scaled_spline_weight.permute(1, 2, 0))
         xs = torch.sort(x, dim=0)[0]
@@ -92,12 +130,17 @@ class KANLinear(torch.nn.Module):
         uniform = torch.arange(g + 1, dtype=x.dtype, device=x.device).unsqueeze(1) * step + xs[0] - margin
         grid = self.grid_eps * uniform + (1 - self.grid_eps) * adaptive
         ext = torch.arange(1, k + 1, dtype=x.dtype, device=x.device).unsqueeze(1) * step
-        grid = torch.cat([grid[:1] - ext.flip(0), grid, grid[-1:] + ext], dim=0)
-        self.grid.copy_(grid.T)
-        coeff = self.curve2coeff(x, per_feature.transpose(0, 1))
+        grid = torch.cat([grid[:1] - ext.flip(0), grid, grid[-1:] + ext], dim=0).T.to(self.grid.dtype)
+        if not (torch.isfinite(grid).all() and (grid[:, 1:] > grid[:, :-1]).all()):
+            raise ValueError(f"[{name}] update_grid: the new knots are not strictly increasing (too few distinct "
+                             f"values of x per feature for grid_size={g}; raise grid_eps or margin)")
+        coeff = self.curve2coeff(x, per_feature.transpose(0, 1), grid)
         if self.enable_standalone_scale_spline:
             s = self.spline_scaler.unsqueeze(-1)
             coeff = torch.where(s == 0, torch.zeros_like(coeff), coeff / torch.where(s == 0, torch.ones_like(s), s))
+        if not torch.isfinite(coeff).all():
+            raise ValueError(f"[{name}] update_grid: the refit gave non-finite spline weights")
+        self.grid.copy_(grid)
         self.spline_weight.copy_(coeff)
 
     def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0) -> torch.Tensor:
@@ -114,12 +157,11 @@ class KAN(torch.nn.Module):
     def __init__(self, layers_hidden, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
                  scale_spline=1.0, base_activation=torch.nn.SiLU, grid_eps=0.02, grid_range=[-1, 1]):  # noqa: B006
         super().__init__()
-        self.grid_size, self.spline_order = grid_size, spline_order
-        self.layers = torch.nn.ModuleList(
-            KANLinear(i, o, grid_size=grid_size, spline_order=spline_order, scale_noise=scale_noise,
-                      scale_base=scale_base, scale_spline=scale_spline, base_activation=base_activation,
-                      grid_eps=grid_eps, grid_range=grid_range)
-            for i, o in zip(layers_hidden, layers_hidden[1:]))
+        widths = widths_arg("KAN", "layers_hidden", layers_hidden)
+        a = _check_args("KAN", grid_size, spline_order, scale_noise, scale_base, scale_spline, base_activation,
+                        grid_eps, grid_range)
+        self.grid_size, self.spline_order = a["grid_size"], a["spline_order"]
+        self.layers = torch.nn.ModuleList(KANLinear(i, o, **a) for i, o in zip(widths, widths[1:]))
 
     def forward(self, x: torch.Tensor, update_grid: bool = False) -> torch.Tensor:
         for layer in self.layers:

@@ -9,7 +9,18 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import ops
-from .._ops.wavelet import check_wavelet
+from ..reference import WAVELETS
+from ._checks import callable_arg, check_input, flag_arg, int_arg, widths_arg
+
+
+def _check_args(layer, wavelet_type, batch_norm, base_activation):
+    """The constructor arguments WaveletKANLinear and WaveletKAN share, checked in the caller's name."""
+    if not isinstance(wavelet_type, str):
+        raise TypeError(f"[{layer}] wavelet_type: expected a str, got {type(wavelet_type).__name__}")
+    if wavelet_type not in WAVELETS:
+        raise ValueError(f"[{layer}] wavelet_type: unknown wavelet {wavelet_type!r}; valid: {', '.join(WAVELETS)}")
+    return wavelet_type, flag_arg(layer, "batch_norm", batch_norm), callable_arg(layer, "base_activation",
+                                                                                 base_activation)
 
 
 class WaveletKANLinear(nn.Module):
@@ -32,7 +43,10 @@ class WaveletKANLinear(nn.Module):
     def __init__(self, in_features: int, out_features: int, wavelet_type: str = "mexican_hat",
                  batch_norm: bool = True, base_activation: Optional[Callable] = None):
         super().__init__()
-        check_wavelet("WaveletKANLinear", wavelet_type)
+        wavelet_type, batch_norm, base_activation = _check_args("WaveletKANLinear", wavelet_type, batch_norm,
+                                                                base_activation)
+        in_features = int_arg("WaveletKANLinear", "in_features", in_features, 1)
+        out_features = int_arg("WaveletKANLinear", "out_features", out_features, 1)
         self.in_features, self.out_features, self.wavelet_type = in_features, out_features, wavelet_type
         self.scale = nn.Parameter(torch.ones(out_features, in_features))
         self.translation = nn.Parameter(torch.zeros(out_features, in_features))
@@ -63,6 +77,7 @@ class WaveletKANLinear(nn.Module):
         return w * torch.hamming_window(self.in_features, periodic=False, dtype=wdt, device=w.device).to(w.dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input("WaveletKANLinear", x, self.in_features, self.wavelet_weights)
         y = ops.wavelet_kan(x, self.scale, self.translation, self.effective_weight(), self.wavelet_type)
         if self.base_weight is not None:
             y = y + F.linear(self.base_activation(x), self.base_weight)
@@ -81,9 +96,11 @@ class WaveletKAN(nn.Module):
     def __init__(self, layers_hidden: Sequence[int], wavelet_type: str = "mexican_hat", batch_norm: bool = True,
                  base_activation: Optional[Callable] = None):
         super().__init__()
+        widths = widths_arg("WaveletKAN", "layers_hidden", layers_hidden)
+        wavelet_type, batch_norm, base_activation = _check_args("WaveletKAN", wavelet_type, batch_norm,
+                                                                base_activation)
         self.layers = nn.ModuleList(
-            WaveletKANLinear(i, o, wavelet_type, batch_norm, base_activation)
-            for i, o in zip(layers_hidden[:-1], layers_hidden[1:]))
+            WaveletKANLinear(i, o, wavelet_type, batch_norm, base_activation) for i, o in zip(widths, widths[1:]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
