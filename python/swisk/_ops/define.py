@@ -231,13 +231,21 @@ def _route(tensors) -> int:
     return route
 
 
+def invoke(op, *args):
+    """Calls a swisk op (positional arguments, already checked) by the cheapest correct route."""
+    route = _route(args[:op._swisk_spec.n_in])
+    if route == _PLAIN:
+        return _run(op._swisk_spec, op._swisk_prepared, args)
+    if route == _PLAIN_GRAD:
+        return op._swisk_function.apply(None, *args)
+    return op(*args)
+
+
 def wrapper(spec: OpSpec, op):
     """The public function, with the op's signature and defaults: argument types checked (naming the op
     and the argument), autocast applied, then the op."""
     names, n_in = spec.input_names(), spec.n_in
     optional = [n.endswith("?") for n in spec.inputs]
-
-    prepared = op._swisk_prepared
 
     def check(*args):
         for i in range(n_in):
@@ -254,12 +262,7 @@ def wrapper(spec: OpSpec, op):
                 args = (*(None if t is None else t.to(dt) for t in args[:n_in]), *args[n_in:])
         elif spec.autocast == "fp32" and torch.is_autocast_enabled(args[0].device.type):
             return op(*args)
-        route = _route(args[:n_in])
-        if route == _PLAIN:
-            return _run(spec, prepared, args)
-        if route == _PLAIN_GRAD:
-            return op._swisk_function.apply(None, *args)
-        return op(*args)
+        return invoke(op, *args)
 
     all_names = names + [n for n, _ in spec.scalars]
     params = ", ".join(f"{n}={spec.defaults[n]!r}" if n in spec.defaults else n for n in all_names)

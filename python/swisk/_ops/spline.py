@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from .. import _C
-from .define import OpSpec, define, wrapper
+from .define import OpSpec, define, invoke, wrapper
 
 
 # ---- bspline_basis ---------------------------------------------------------------------------------
@@ -12,7 +12,7 @@ def _basis_backward(need, saved, scalars, grads):
     x, grid = saved
     gx = None
     if need[0]:
-        gx = torch.ops.swisk.bspline_basis_backward(x, grid, grads[0], *scalars)
+        gx = invoke(bspline_basis_backward_op, x, grid, grads[0], *scalars)
     return gx, None
 
 
@@ -49,7 +49,7 @@ def _tf32(backend: str) -> tuple:
 
 def _kan_backward(need, saved, scalars, grads):
     x, grid, bw, sw, sc = saved
-    gx, gbw, gsw, gsc = torch.ops.swisk.kan_linear_backward(x, grid, bw, sw, sc, grads[0], *scalars)
+    gx, gbw, gsw, gsc = invoke(kan_linear_backward_op, x, grid, bw, sw, sc, grads[0], *scalars)
     return (gx if need[0] else None, None, gbw if need[2] else None, gsw if need[3] else None,
             gsc if need[4] else None)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from .. import _C
-from .define import OpSpec, define, wrapper
+from .define import OpSpec, define, invoke, wrapper
 
 WAVELETS = tuple(_C.wavelet_names().split(", "))  # the kernel header's list, in id order
 
@@ -30,7 +30,7 @@ def _fake_backward(x, scale, translation, weight, grad_out, wavelet):
 def _backward(need, saved, scalars, grads):
     if not any(need):
         return None, None, None, None
-    g = torch.ops.swisk.wavelet_kan_backward(*saved, grads[0], *scalars)
+    g = invoke(wavelet_kan_backward_op, *saved, grads[0], *scalars)
     return tuple(t if n else None for t, n in zip(g, need))
 
 

@@ -7,7 +7,7 @@ import importlib
 import torch
 
 # One module per op family, each with a CASES list (see cases.Case).
-FAMILIES = ["spline", "wavelet"]
+FAMILIES = ["spline", "wavelet", "overhead"]
 
 
 def all_cases() -> list:
@@ -40,7 +40,8 @@ def table(rows: list) -> str:
             f"{_fmt_ms(r.get('swisk_fwdbwd_ms'))} {_fmt_ms(r.get('reference_fwdbwd_ms'))} "
             f"{_fmt_x(r.get('fwdbwd_speedup')):>8} {_fmt_mb(r.get('swisk_fwdbwd_peak_bytes'))} "
             f"{_fmt_mb(r.get('reference_fwdbwd_peak_bytes'))} {_fmt_x(r.get('fwdbwd_memory_ratio')):>7}")
-        extra = [f"{k}={r[k]:.3g}" for k in ("swisk_fwd_tflops", "swisk_fwd_gbps", "swisk_fwd_gevals_per_s") if r.get(k)]
+        extra = [f"{k}={r[k]:.3g}" for k in ("swisk_fwd_tflops", "swisk_fwd_gbps", "swisk_fwd_gevals_per_s",
+                                             "swisk_fwd_us_per_call", "swisk_fwdbwd_us_per_call") if r.get(k)]
         extra += [f"{k}={r[k]}" for k in ("swisk_error", "reference_error") if r.get(k)]
         if r.get("goal"):
             extra.append(f"goal: {r['goal']}")

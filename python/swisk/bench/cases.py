@@ -22,4 +22,5 @@ class Case:
     dtypes: dict = field(default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32, torch.bfloat16),
                                                   "mps": (torch.float32, torch.float16)})
     quick: bool = True                        # part of --quick
+    calls: int = 1                            # calls per timed repetition (per-call overhead rows)
     goal: str = ""                            # the goal for this row, quoted in the table

@@ -104,14 +104,15 @@ def median_ms(fn, device: torch.device, reps: int, warmup: int = 2) -> float:
 # ---- one case -----------------------------------------------------------------------------------
 
 
-def _fwd_bwd(fn, inputs: dict, grads: tuple, grad_out: dict):
+def _fwd_bwd(fn, inputs: dict, grads: tuple, grad_out: dict, calls: int = 1):
     def step():
-        for k in grads:
-            inputs[k].grad = None
-        y = fn(inputs)
-        if "g" not in grad_out:
-            grad_out["g"] = torch.randn_like(y)
-        y.backward(grad_out["g"])
+        for _ in range(calls):
+            for k in grads:
+                inputs[k].grad = None
+            y = fn(inputs)
+            if "g" not in grad_out:
+                grad_out["g"] = torch.randn_like(y)
+            y.backward(grad_out["g"])
     return step
 
 
@@ -120,12 +121,13 @@ def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, see
     gen = torch.Generator().manual_seed(seed)
     inputs = case.setup(device, dtype, gen)
     row = {"op": case.op, "case": case.label, "dtype": str(dtype).replace("torch.", ""), "goal": case.goal}
-    grad_out: dict = {}
     for name, fn in (("swisk", case.run), ("reference", case.reference)):
+        grad_out: dict = {}  # per side: a per-call row's reference (F.linear) has its own shape
         try:
-            row[f"{name}_fwd_ms"] = median_ms(_forward(fn, inputs), device, reps)
+            n = case.calls
+            row[f"{name}_fwd_ms"] = median_ms(_forward(fn, inputs, n), device, reps) / n
             if case.grads:
-                row[f"{name}_fwdbwd_ms"] = median_ms(_fwd_bwd(fn, inputs, case.grads, grad_out), device, reps)
+                row[f"{name}_fwdbwd_ms"] = median_ms(_fwd_bwd(fn, inputs, case.grads, grad_out, n), device, reps) / n
         except torch.OutOfMemoryError:
             row[f"{name}_error"] = "out of memory"
             torch.cuda.empty_cache()
@@ -137,6 +139,10 @@ def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, see
         row["swisk_fwd_tflops"] = case.flops / row["swisk_fwd_ms"] / 1e9
     if case.bytes and row.get("swisk_fwd_ms"):
         row["swisk_fwd_gbps"] = case.bytes / row["swisk_fwd_ms"] / 1e6
+    if case.calls > 1:  # per-call overhead rows: microseconds per call
+        for phase in ("fwd", "fwdbwd"):
+            if row.get(f"swisk_{phase}_ms"):
+                row[f"swisk_{phase}_us_per_call"] = row[f"swisk_{phase}_ms"] * 1e3
     if case.evals and row.get("swisk_fwd_ms"):
         row["swisk_fwd_gevals_per_s"] = case.evals / row["swisk_fwd_ms"] / 1e6
     return row
@@ -149,8 +155,8 @@ def measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dty
         _return_freed_memory()
     gen = torch.Generator().manual_seed(seed)
     inputs = case.setup(device, dtype, gen)
-    grad_out: dict = {}
     for name, fn in (("swisk", case.run), ("reference", case.reference)):
+        grad_out: dict = {}
         if row.get(f"{name}_error"):
             continue
         steps = [("fwd", _forward(fn, inputs))]
@@ -168,10 +174,11 @@ def measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dty
     return row
 
 
-def _forward(fn, inputs: dict):
+def _forward(fn, inputs: dict, calls: int = 1):
     def fwd():
         with torch.no_grad():
-            fn(inputs)
+            for _ in range(calls):
+                fn(inputs)
     return fwd
 
 
