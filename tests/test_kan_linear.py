@@ -310,3 +310,11 @@ def test_dispatcher_and_eager_routes_agree(rng):
     for a, b in zip(g1, g2):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert all(g.abs().sum() > 0 for g in g1)
+
+
+def test_compile_dynamic_shapes(rng):
+    """Symbolic batch sizes: the fake kernel's shape function (with torch._check) instead of the core's."""
+    f = torch.compile(lambda *a: swisk.ops.kan_linear(*a, 3).square().sum(-1), fullgraph=True, dynamic=True)
+    for batch in (5, 9):
+        args = make(rng, batch, 4, 3, 5, 3, torch.float32)
+        torch.testing.assert_close(f(*args), ref(*args, 3).square().sum(-1).float(), rtol=1e-4, atol=1e-4)

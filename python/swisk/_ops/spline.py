@@ -16,10 +16,29 @@ def _basis_backward(need, saved, scalars, grads):
     return gx, None
 
 
+def _basis_shapes(x, grid, k):
+    torch._check(grid.dim() == 2 and grid.shape[0] == x.shape[-1],
+                 lambda: "[bspline_basis] grid: must be (in, n_knots) with in = x.shape[-1]")
+    torch._check(k >= 0 and grid.shape[1] >= k + 2, lambda: "[bspline_basis] spline_order: too few knots")
+    return [(*x.shape, grid.shape[1] - 1 - k)]
+
+
+def _kan_shapes(x, grid, bw, sw, sc, k):
+    torch._check(grid.dim() == 2 and grid.shape[0] == x.shape[-1],
+                 lambda: "[kan_linear] grid: must be (in, n_knots) with in = x.shape[-1]")
+    torch._check(sw.dim() == 3 and sw.shape[1] == x.shape[-1] and sw.shape[2] == grid.shape[1] - 1 - k,
+                 lambda: "[kan_linear] spline_weight: must be (out, in, n_basis)")
+    for name, t in (("base_weight", bw), ("spline_scaler", sc)):
+        if t is not None:
+            torch._check(t.dim() == 2 and t.shape[0] == sw.shape[0] and t.shape[1] == x.shape[-1],
+                         lambda: f"[kan_linear] {name}: must be (out, in)")
+    return [(*x.shape[:-1], sw.shape[0])]
+
+
 BASIS = OpSpec(
     name="bspline_basis", inputs=("x", "grid"), scalars=(("spline_order", int),), outputs=("out",),
     prepare=_C.bspline_basis_prepare, backward=_basis_backward, row_outputs=("out",),
-    fake_shapes=lambda x, grid, k: [(*x.shape, grid.shape[-1] - 1 - k)], defaults={"spline_order": 3},
+    fake_shapes=_basis_shapes, defaults={"spline_order": 3},
     doc="""B-spline bases of x (..., in) on per-feature knots grid (in, n_knots): (..., in, n_basis) with
     n_basis = n_knots - 1 - spline_order. Differentiable in x (grid is treated as a constant).
 
@@ -58,7 +77,7 @@ KAN_LINEAR = OpSpec(
     name="kan_linear", inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?"),
     scalars=(("spline_order", int),), outputs=("out",), prepare=_C.kan_linear_prepare, extra=_tf32,
     backward=_kan_backward, autocast="lower", row_outputs=("out",),
-    fake_shapes=lambda x, grid, bw, sw, sc, k: [(*x.shape[:-1], sw.shape[0])],
+    fake_shapes=_kan_shapes,
     defaults={"spline_scaler": None, "spline_order": 3},
     doc="""Fused efficient-kan layer: silu(x) @ base_weightᵀ + Σ_i Σ_j spline_weight[o,i,j]·spline_scaler[o,i]·B_j(x_i).
 

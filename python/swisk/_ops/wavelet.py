@@ -19,6 +19,9 @@ def check_wavelet(op: str, wavelet) -> str:
 
 def _fake_forward(x, scale, translation, weight, wavelet):
     check_wavelet("wavelet_kan", wavelet)
+    for name, t in (("scale", scale), ("translation", translation), ("weight", weight)):
+        torch._check(t.dim() == 2 and t.shape[0] == weight.shape[0] and t.shape[1] == x.shape[-1],
+                     lambda: f"[wavelet_kan] {name}: must be (out, in) with in = x.shape[-1]")
     return [(*x.shape[:-1], weight.shape[0])]
 
 
