@@ -1,4 +1,4 @@
-// The CUDA backend: registration, device queries and launch checks.
+// The CUDA backend: registration, device queries, the device guard's calls and launch checks.
 #include <string>
 
 #include "launch.h"
@@ -10,10 +10,60 @@ void register_bspline(Registry& r, Backend b);
 void register_kan(Registry& r, Backend b);
 void register_wavelet(Registry& r, Backend b);
 
+namespace {
+
+// What this process's CUDA can do, asked once: versions, devices and why it cannot run (or "").
+struct RuntimeFacts {
+  int driver = 0, runtime = 0, devices = 0;
+  std::string problem;
+};
+
+const RuntimeFacts& facts() {
+  static const RuntimeFacts f = [] {
+    RuntimeFacts r;
+    if (cudaDriverGetVersion(&r.driver) != cudaSuccess) r.driver = 0;  // 0: no driver installed
+    if (cudaRuntimeGetVersion(&r.runtime) != cudaSuccess) r.runtime = CUDART_VERSION;
+    if (cudaGetDeviceCount(&r.devices) != cudaSuccess) r.devices = 0;
+    cudaGetLastError();  // an old driver or no device leaves a sticky error: clear it
+    r.problem = cuda_version_problem(r.driver, r.runtime, r.devices);
+    return r;
+  }();
+  return f;
+}
+
+[[noreturn]] void fail_cuda(const char* op, const char* call, cudaError_t err) {
+  fail(ErrorKind::runtime, op, "device", call, " failed: ", cudaGetErrorString(err));
+}
+
+}  // namespace
+
 void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     throw Error(ErrorKind::runtime, std::string("[cuda] ") + what + ": launch failed: " + cudaGetErrorString(err));
+}
+
+void check_usable(const char* op) {
+  const RuntimeFacts& f = facts();
+  if (!f.problem.empty())
+    fail(ErrorKind::runtime, op, "device", "the CUDA backend cannot run here: ", f.problem, " (driver API ", f.driver,
+         ", runtime ", f.runtime, ")");
+}
+
+int current_device(const char* op) {
+  int d = 0;
+  if (const cudaError_t err = cudaGetDevice(&d); err != cudaSuccess) fail_cuda(op, "cudaGetDevice", err);
+  return d;
+}
+
+void set_device(const char* op, int device) {
+  if (const cudaError_t err = cudaSetDevice(device); err != cudaSuccess) fail_cuda(op, "cudaSetDevice", err);
+}
+
+void zero_fill(const char* op, const TensorView& t, void* stream) {
+  if (t.numel() == 0) return;
+  const cudaError_t err = cudaMemsetAsync(t.data, 0, size_t(t.numel()) * dtype_size(t.dtype), static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) fail_cuda(op, "cudaMemsetAsync", err);
 }
 
 }  // namespace cuda_backend
@@ -25,16 +75,10 @@ void register_cuda_backend(Registry& r) {
 }
 
 bool cuda_compiled() { return true; }
-
-int cuda_device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: clear the sticky error and report none
-    return 0;
-  }
-  return n;
-}
-
+int cuda_device_count() { return cuda_backend::facts().problem.empty() ? cuda_backend::facts().devices : 0; }
+int cuda_driver_version() { return cuda_backend::facts().driver; }
+int cuda_runtime_version() { return cuda_backend::facts().runtime; }
+std::string cuda_unusable_reason() { return cuda_backend::facts().problem; }
 std::string cuda_archs() { return SWISK_CUDA_ARCHS_STR; }
 
 }  // namespace swisk

@@ -20,6 +20,7 @@ constexpr unsigned kThreads = 256;
 static void basis(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
   const dim3 grid(grid_stride_blocks(1ull * p.rows * p.in, kThreads)), block(kThreads);
+  const DeviceGuard guard("bspline_basis", a.x);
   dispatch_float<false>(a.x.dtype, "bspline_basis", [&](auto tag) {
     using T = decltype(tag);
     SWISK_LAUNCH(bspline_basis_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(), a.grid.ptr<const T>(),
@@ -30,6 +31,7 @@ static void basis(const BsplineBasisArgs& a) {
 static void basis_backward(const BsplineBasisBackwardArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
   const dim3 grid(grid_stride_blocks(1ull * p.rows * p.in, kThreads)), block(kThreads);
+  const DeviceGuard guard("bspline_basis_backward", a.x);
   dispatch_float<false>(a.x.dtype, "bspline_basis_backward", [&](auto tag) {
     using T = decltype(tag);
     SWISK_LAUNCH(bspline_basis_backward_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(),

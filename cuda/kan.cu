@@ -34,11 +34,6 @@ __global__ void kan_backward_scale_kernel(KanParams p, const T* sw, const T* sc,
   kan_backward_scale_body<T>(cuda_idx(), p, sw, sc, ws, gsw, gsc);
 }
 
-static unsigned tiles(unsigned long long n, unsigned cap) {
-  const unsigned long long t = (n + kTile - 1) / kTile;
-  return unsigned(t == 0 ? 1 : (t > cap ? cap : t));
-}
-
 // cuda/kan_mma.cu: the tensor-core forward (fp16/bf16, fp32 as tf32) and weight gradient (fp16/bf16);
 // false when they do not apply.
 bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p);
@@ -46,9 +41,11 @@ bool kan_mma_backward_w(const KanLinearBackwardArgs& a, const KanParams& p);
 
 static void forward(const KanLinearArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
+  const DeviceGuard guard("kan_linear", a.x);
+  if (p.in == 0) return zero_fill("kan_linear", a.out, a.launch.stream);  // empty sums (p.rows is 0 here too)
   if (p.rows == 0 || p.out == 0) return;
   if (kan_mma_forward(a, p)) return;
-  const dim3 grid(tiles(p.rows, 1u << 20), tiles(p.out, 65535)), block(kTile, kTile);
+  const dim3 grid = to_dim3(kan_forward_grid(p)), block(kTile, kTile);
   dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
     SWISK_LAUNCH(kan_forward_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(), a.grid.ptr<const T>(),
@@ -59,7 +56,9 @@ static void forward(const KanLinearArgs& a) {
 
 static void backward(const KanLinearBackwardArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  if (p.out == 0 || p.in == 0) return;
+  if (p.in == 0) return;  // every gradient is empty
+  const DeviceGuard guard("kan_linear_backward", a.x);
+  if (p.out == 0) return zero_fill("kan_linear_backward", a.grad_x, a.launch.stream);  // dx = 0, the rest is empty
   dispatch_float<false>(a.x.dtype, "kan_linear_backward", [&](auto tag) {
     using T = decltype(tag);
     const T *x = a.x.ptr<const T>(), *g = a.grid.ptr<const T>(), *gy = a.grad_out.ptr<const T>();
@@ -68,12 +67,11 @@ static void backward(const KanLinearBackwardArgs& a) {
     float* ws = a.work.ptr<float>();
     const dim3 block(kTile, kTile);
     if (p.rows > 0)
-      SWISK_LAUNCH(kan_backward_x_kernel<T>, dim3(tiles(p.in, 1u << 20), tiles(p.rows, 65535)), block,
-                   a.launch.stream, p, x, g, bw, sw, sc, gy, a.grad_x.ptr<T>());
+      SWISK_LAUNCH(kan_backward_x_kernel<T>, to_dim3(kan_backward_x_grid(p)), block, a.launch.stream, p, x, g, bw, sw,
+                   sc, gy, a.grad_x.ptr<T>());
     if (!kan_mma_backward_w(a, p))
-      SWISK_LAUNCH(kan_backward_w_kernel<T>, dim3(tiles(1ull * p.in * (p.n_basis + 1), 1u << 30),
-                                                  tiles(p.out, 65535)),
-                   block, a.launch.stream, p, x, g, gy, a.grad_base_weight.ptr<T>(), ws);
+      SWISK_LAUNCH(kan_backward_w_kernel<T>, to_dim3(kan_backward_w_grid(p)), block, a.launch.stream, p, x, g, gy,
+                   a.grad_base_weight.ptr<T>(), ws);
     SWISK_LAUNCH(kan_backward_scale_kernel<T>, dim3(grid_stride_blocks(1ull * p.out * p.in, 256)), dim3(256),
                  a.launch.stream, p, sw, sc, ws, a.grad_spline_weight.ptr<T>(), a.grad_spline_scaler.ptr<T>());
   });

@@ -41,9 +41,7 @@ bool kan_mma_backward_w(const KanLinearBackwardArgs& a, const KanParams& p) {
   dispatch_float<false>(a.x.dtype, "kan_linear_backward", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, sk_half> || std::is_same_v<T, sk_bfloat>) {
-      const unsigned cols = p.in * (p.n_basis + 1), col_tiles = (cols + SWISK_KAN_MMA_BN - 1) / SWISK_KAN_MMA_BN;
-      const dim3 grid(col_tiles < 65535u ? col_tiles : 65535u, (p.out + SWISK_KAN_MMA_BM - 1) / SWISK_KAN_MMA_BM);
-      SWISK_LAUNCH(kan_mma_backward_w_kernel<T>, grid, dim3(SWISK_KAN_MMA_THREADS), a.launch.stream, p,
+      SWISK_LAUNCH(kan_mma_backward_w_kernel<T>, to_dim3(kan_mma_backward_w_grid(p)), dim3(SWISK_KAN_MMA_THREADS), a.launch.stream, p,
                    a.x.ptr<const T>(), a.grid.ptr<const T>(), a.grad_out.ptr<const T>(), a.grad_base_weight.ptr<T>(),
                    a.work.ptr<float>());
       ran = true;
@@ -51,6 +49,8 @@ bool kan_mma_backward_w(const KanLinearBackwardArgs& a, const KanParams& p) {
   });
   return ran;
 }
+
+// Both run under the caller's device guard (cuda/kan.cu).
 
 // Runs the forward on the matrix units when the dtype has them and the workspace holds the packed
 // weights; returns false otherwise (the portable kernel runs instead).
@@ -66,9 +66,7 @@ bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p) {
       const unsigned long long packed = kan_mma_packed(p.in, p.out, p.n_basis);
       SWISK_LAUNCH(kan_mma_pack_kernel<T>, dim3(grid_stride_blocks(packed, 256)), dim3(256), a.launch.stream, p,
                    a.base_weight.ptr<const T>(), a.spline_weight.ptr<const T>(), a.spline_scaler.ptr<const T>(), wp);
-      const unsigned row_tiles = (p.rows + SWISK_KAN_MMA_BM - 1) / SWISK_KAN_MMA_BM;
-      const dim3 grid(row_tiles < 65535u ? row_tiles : 65535u, (p.out + SWISK_KAN_MMA_BN - 1) / SWISK_KAN_MMA_BN);
-      SWISK_LAUNCH(kan_mma_forward_kernel<T>, grid, dim3(SWISK_KAN_MMA_THREADS), a.launch.stream, p,
+      SWISK_LAUNCH(kan_mma_forward_kernel<T>, to_dim3(kan_mma_forward_grid(p)), dim3(SWISK_KAN_MMA_THREADS), a.launch.stream, p,
                    a.x.ptr<const T>(), a.grid.ptr<const T>(), wp, a.out.ptr<T>());
       ran = true;
     }

@@ -2,6 +2,8 @@
 // emulator (the cuda-emu backend, through cpp/src/emu/cuda_shim.h). SWISK_CUDA_NS names the namespace.
 #pragma once
 
+#include <cstring>
+
 #include "swisk/kernels/dialect.h"
 #include "gpu_launch.h"
 #include "swisk/registry.h"
@@ -17,9 +19,30 @@
   } while (0)
 namespace swisk::cuda_backend {
 void check_launch(const char* what);
-}
+// Raises "[op] device: ..." when CUDA cannot run here (a driver older than the runtime, no device).
+void check_usable(const char* op);
+int current_device(const char* op);
+void set_device(const char* op, int device);
+// Zeroes a contiguous tensor with cudaMemsetAsync on the stream.
+void zero_fill(const char* op, const TensorView& t, void* stream);
+}  // namespace swisk::cuda_backend
 #else
 #define SWISK_CUDA_NS cuda_emu
+// The emulated launch also records the emulated current device (see DeviceGuard).
+#undef SWISK_LAUNCH
+#define SWISK_LAUNCH(kernel, grid, block, stream, ...)                         \
+  do {                                                                         \
+    ::swisk::emu_cuda_device().last_launch = ::swisk::emu_cuda_device().current; \
+    ::swisk::emu::launch((grid), (block), [&] { kernel(__VA_ARGS__); });       \
+  } while (0)
+namespace swisk::cuda_emu {
+inline void check_usable(const char*) {}
+inline int current_device(const char*) { return emu_cuda_device().current; }
+inline void set_device(const char*, int device) { emu_cuda_device().current = device; }
+inline void zero_fill(const char*, const TensorView& t, void*) {
+  if (t.numel() > 0) std::memset(t.data, 0, size_t(t.numel()) * dtype_size(t.dtype));
+}
+}  // namespace swisk::cuda_emu
 #endif
 
 namespace swisk::SWISK_CUDA_NS {
@@ -27,6 +50,32 @@ namespace swisk::SWISK_CUDA_NS {
 __device__ __forceinline__ SkIdx cuda_idx() {
   return SkIdx{threadIdx.x, threadIdx.y, blockIdx.x, blockIdx.y, blockDim.x, blockDim.y, gridDim.x, gridDim.y};
 }
+
+// Every launch path runs under one: makes the device of the op's tensors current and restores the
+// caller's device on exit (cudaGetDevice / cudaSetDevice only, no synchronisation).
+class DeviceGuard {
+ public:
+  DeviceGuard(const char* op, const TensorView& t) : op_(op), device_(t.device_index) {
+    check_usable(op);
+    prev_ = current_device(op);
+    if (prev_ != device_) set_device(op, device_);
+  }
+  ~DeviceGuard() {
+    if (prev_ == device_) return;
+    try {
+      set_device(op_, prev_);
+    } catch (...) {  // a destructor must not throw; the next CUDA call reports the error
+    }
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  const char* op_;
+  int device_, prev_ = 0;
+};
+
+inline dim3 to_dim3(SkGrid g) { return dim3(g.x, g.y); }
 
 using ::swisk::gpu_float_only;
 using ::swisk::grid_stride_blocks;

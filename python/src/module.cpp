@@ -53,6 +53,9 @@ NB_MODULE(_C, m) {
     d["commit"] = SWISK_GIT_COMMIT;
     d["cuda_compiled"] = cuda_compiled();
     d["cuda_archs"] = cuda_archs();
+    d["cuda_driver_version"] = cuda_driver_version();
+    d["cuda_runtime_version"] = cuda_runtime_version();
+    d["cuda_unusable_reason"] = cuda_unusable_reason();
     d["metal_compiled"] = bool(SWISK_WITH_METALLIB);
     d["metal_source"] = true;
     d["openmp"] = bool(SWISK_WITH_OPENMP);

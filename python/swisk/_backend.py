@@ -113,7 +113,11 @@ def run_metal_dispatches(dispatches: list, tensors: list, backend: str) -> None:
 
 # ---- what is usable here -----------------------------------------------------------------------
 def cuda_usable() -> bool:
-    return bool(_C.build_info()["cuda_compiled"]) and torch.cuda.is_available() and _C.cuda_device_count() > 0
+    """Built with CUDA, and its runtime can run here (build_info()['cuda_unusable_reason'] says why not)."""
+    info = _C.build_info()
+    if not info["cuda_compiled"] or info.get("cuda_unusable_reason"):
+        return False
+    return torch.cuda.is_available() and _C.cuda_device_count() > 0
 
 
 def mps_usable() -> bool:

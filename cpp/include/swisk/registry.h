@@ -89,6 +89,9 @@ void register_metal_emu_backend(Registry& r);
 // Runtime facts of the CUDA backend (0 / false when it is not built or no driver is present).
 bool cuda_compiled();
 int cuda_device_count();
+int cuda_driver_version();   // cudaDriverGetVersion (13000 = CUDA 13.0); 0 without a driver
+int cuda_runtime_version();  // cudaRuntimeGetVersion of the runtime swisk links
+std::string cuda_unusable_reason();  // why CUDA ops cannot run here, "" when they can
 std::string cuda_archs();
 
 }  // namespace swisk

@@ -59,6 +59,13 @@ using namespace metal;
 #define SWISK_SHARED_ALIGNED(T, name, n) __shared__ __align__(32) T name[n]
 #endif
 
+// Fully unrolls a fixed-count loop over a register tile (so its arrays stay in registers on CUDA).
+#if defined(SWISK_DIALECT_CUDA)
+#define SWISK_UNROLL _Pragma("unroll")
+#else
+#define SWISK_UNROLL
+#endif
+
 #if defined(SWISK_DIALECT_METAL)
 #define SWISK_BARRIER() threadgroup_barrier(mem_flags::mem_threadgroup)
 #elif defined(SWISK_DIALECT_CUDA) || defined(SWISK_CUDA_EMU)
@@ -85,6 +92,20 @@ struct SkIdx {
   sk_u32 bdx, bdy;  // block size
   sk_u32 gdx, gdy;  // grid size in blocks
 };
+
+// A launch grid of (x, y) tiles within CUDA's limits (gridDim.x < 2^31, gridDim.y <= 65535): the tiled
+// bodies loop over tiles in both dimensions, so a capped grid still covers every tile.
+struct SkGrid {
+  sk_u32 x, y;
+};
+SWISK_HD SkGrid sk_tile_grid(sk_u64 x_tiles, sk_u64 y_tiles) {
+  const sk_u64 cx = sk_u64(0x7fffffff), cy = sk_u64(65535);
+  SkGrid g;
+  g.x = sk_u32(x_tiles == 0 ? 1 : (x_tiles > cx ? cx : x_tiles));
+  g.y = sk_u32(y_tiles == 0 ? 1 : (y_tiles > cy ? cy : y_tiles));
+  return g;
+}
+SWISK_HD sk_u64 sk_tiles(sk_u64 n, sk_u32 tile) { return (n + tile - 1) / tile; }
 
 // ---- 16-bit floats on the host (CPU backend, emulator) ------------------------------------------
 #if defined(SWISK_DIALECT_CPP) || defined(SWISK_METAL_EMU)
@@ -133,8 +154,8 @@ SWISK_FN float sk_exp(float x) { return ::expf(x); }
 SWISK_FN float sk_exp2(float x) { return ::exp2f(x); }
 SWISK_FN float sk_sinpi(float x) { return ::sinpif(x); }
 SWISK_FN float sk_cospi(float x) { return ::cospif(x); }
-SWISK_FN float sk_cos(float x) { return ::cosf(x); }
-SWISK_FN float sk_sin(float x) { return ::sinf(x); }
+SWISK_FN float sk_rint(float x) { return ::rintf(x); }
+SWISK_FN float sk_fma(float a, float b, float c) { return ::fmaf(a, b, c); }
 SWISK_FN float sk_sqrt(float x) { return ::sqrtf(x); }
 SWISK_FN float sk_abs(float x) { return ::fabsf(x); }
 SWISK_FN bool sk_isnan(float x) { return ::isnan(x); }
@@ -142,4 +163,39 @@ SWISK_FN bool sk_isinf(float x) { return ::isinf(x); }
 SWISK_FN float sk_nan(float) { return __int_as_float(0x7fc00000); }
 #else
 #include "swisk/kernels/host_math.h"  // float and double overloads over <cmath>
+#endif
+
+#if !defined(SWISK_DIALECT_METAL)
+// sin and cos in fp32 only (CUDA's sinf/cosf carry an fp64 slow path for |x| > 105615): x = q·π/2 + r
+// with π/2 in three fp32 parts through fma, |r| <= π/4, then Taylor series to r^9 / r^10, whose
+// truncation (< 3e-9) is below fp32 rounding: absolute error < 1e-7 for |x| < 1e6. Past that (fp32
+// spacing >= 0.06) sinpi/cospi of x/π: bounded, with a phase error of about 6e-8·|x|; inf, NaN: NaN.
+struct SkSinCos {
+  float s, c;
+};
+SWISK_FN SkSinCos sk_sincos_f32(float x) {
+  SkSinCos o;
+  if (!(sk_abs(x) < 1.0e6f)) {
+    o.s = sk_sinpi(x * 3.183098733e-01f);
+    o.c = sk_cospi(x * 3.183098733e-01f);
+    return o;
+  }
+  const float q = sk_rint(x * 6.366197467e-01f);
+  float r = sk_fma(q, -1.570796371e+00f, x);
+  r = sk_fma(q, 4.371138829e-08f, r);
+  r = sk_fma(q, 1.715124510e-15f, r);
+  const float r2 = r * r;
+  const float s = r + r * r2 * (-1.0f / 6 + r2 * (1.0f / 120 + r2 * (-1.0f / 5040 + r2 * (1.0f / 362880))));
+  const float c =
+      1.0f + r2 * (-0.5f + r2 * (1.0f / 24 + r2 * (-1.0f / 720 + r2 * (1.0f / 40320 + r2 * (-1.0f / 3628800)))));
+  const float qm = q - 4.0f * sk_rint(q * 0.25f);  // q mod 4 in [-2, 2], exact
+  const sk_i32 quad = (sk_i32(qm) + 4) & 3;
+  o.s = quad == 0 ? s : (quad == 1 ? c : (quad == 2 ? -s : -c));
+  o.c = quad == 0 ? c : (quad == 1 ? -s : (quad == 2 ? -c : s));
+  return o;
+}
+#endif
+#if defined(SWISK_DIALECT_CUDA)
+SWISK_FN float sk_sin(float x) { return sk_sincos_f32(x).s; }
+SWISK_FN float sk_cos(float x) { return sk_sincos_f32(x).c; }
 #endif

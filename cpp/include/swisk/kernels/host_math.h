@@ -12,6 +12,8 @@
   inline T sk_cos(T x) { return std::cos(x); }                                \
   inline T sk_sin(T x) { return std::sin(x); }                                \
   inline T sk_sqrt(T x) { return std::sqrt(x); }                              \
+  inline T sk_rint(T x) { return std::rint(x); }                              \
+  inline T sk_fma(T a, T b, T c) { return std::fma(a, b, c); }                \
   inline T sk_abs(T x) { return std::fabs(x); }                               \
   inline bool sk_isnan(T x) { return std::isnan(x); }                         \
   inline bool sk_isinf(T x) { return std::isinf(x); }                         \

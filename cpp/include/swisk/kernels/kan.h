@@ -19,6 +19,18 @@ struct KanParams {
   sk_u32 has_scaler;  // 0: spline_scaler absent (taken as 1)
 };
 
+// Launch geometry of the tiled kernels (TILE x TILE blocks): grids of (x, y) tiles, capped; the bodies
+// loop over every tile in both dimensions.
+SWISK_HD SkGrid kan_forward_grid(KanParams p) {  // (row tiles, out tiles)
+  return sk_tile_grid(sk_tiles(p.rows, SWISK_KAN_TILE), sk_tiles(p.out, SWISK_KAN_TILE));
+}
+SWISK_HD SkGrid kan_backward_x_grid(KanParams p) {  // (feature tiles, row tiles)
+  return sk_tile_grid(sk_tiles(p.in, SWISK_KAN_TILE), sk_tiles(p.rows, SWISK_KAN_TILE));
+}
+SWISK_HD SkGrid kan_backward_w_grid(KanParams p) {  // (column tiles over in·(n_basis+1), out tiles)
+  return sk_tile_grid(sk_tiles(sk_u64(p.in) * (p.n_basis + 1), SWISK_KAN_TILE), sk_tiles(p.out, SWISK_KAN_TILE));
+}
+
 template <typename A>
 SWISK_FN A kan_silu(A x) { return x / (A(1) + sk_exp(-x)); }
 
@@ -87,10 +99,10 @@ SWISK_FN void kan_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL 
   typedef typename sk_acc<T>::type A;
   const sk_u32 TL = SWISK_KAN_TILE, L = SWISK_KAN_LOCAL, M = SWISK_MAX_SPLINE_ORDER;
   const sk_u32 k = p.order, nb = p.n_basis;
-  const sk_u32 row_tiles = (p.rows + TL - 1) / TL;
-  const sk_u32 o = id.by * TL + id.ty;
-  for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {  // uniform across the block
-    const sk_u32 n0 = rt * TL;
+  const sk_u32 row_tiles = sk_u32(sk_tiles(p.rows, TL)), out_tiles = sk_u32(sk_tiles(p.out, TL));
+  for (sk_u32 ot = id.by; ot < out_tiles; ot += id.gdy)     // both tile loops are uniform across the block
+  for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {
+    const sk_u32 n0 = rt * TL, o = ot * TL + id.ty;
     A acc = A(0);
     for (sk_u32 i0 = 0; i0 < p.in; i0 += TL) {
       {  // stage (row n0+ty, feature i0+tx)
@@ -141,10 +153,10 @@ SWISK_FN void kan_backward_x_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOB
   typedef typename sk_acc<T>::type A;
   const sk_u32 TL = SWISK_KAN_TILE, M = SWISK_MAX_SPLINE_ORDER;
   const sk_u32 k = p.order, nb = p.n_basis;
-  const sk_u32 row_tiles = (p.rows + TL - 1) / TL;
-  const sk_u32 i = id.bx * TL + id.tx;
+  const sk_u32 row_tiles = sk_u32(sk_tiles(p.rows, TL)), in_tiles = sk_u32(sk_tiles(p.in, TL));
+  for (sk_u32 it = id.bx; it < in_tiles; it += id.gdx)      // both tile loops are uniform across the block
   for (sk_u32 rt = id.by; rt < row_tiles; rt += id.gdy) {
-    const sk_u32 n = rt * TL + id.ty;
+    const sk_u32 n = rt * TL + id.ty, i = it * TL + id.tx;
     const bool live = n < p.rows && i < p.in;
     BsplineLocal<A> b;
     b.span = -1;
@@ -189,36 +201,40 @@ SWISK_FN void kan_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOB
                                   SWISK_GLOBAL float* ws, SWISK_TG float* at, SWISK_TG float* gt) {
   typedef typename sk_acc<T>::type A;
   const sk_u32 TL = SWISK_KAN_TILE;
-  const sk_u32 nq = p.n_basis + 1, cols = p.in * nq;
-  const sk_u32 c = id.bx * TL + id.tx, o = id.by * TL + id.ty;
-  // the column this thread stages: (feature, slot) of c
-  const sk_u32 ci = c / nq, cq = c % nq;
-  A acc = A(0);
-  for (sk_u32 n0 = 0; n0 < p.rows; n0 += TL) {
-    const sk_u32 n = n0 + id.ty;
-    float a = 0.0f;
-    if (n < p.rows && c < cols) {
-      const A xv = A(x[sk_u64(n) * p.in + ci]);
+  const sk_u32 nq = p.n_basis + 1, out_tiles = sk_u32(sk_tiles(p.out, TL));
+  const sk_u64 cols = sk_u64(p.in) * nq, col_tiles = sk_tiles(cols, TL);
+  for (sk_u32 ot = id.by; ot < out_tiles; ot += id.gdy)     // both tile loops are uniform across the block
+  for (sk_u64 ct = id.bx; ct < col_tiles; ct += id.gdx) {
+    const sk_u64 c = ct * TL + id.tx;
+    const sk_u32 o = ot * TL + id.ty, og = ot * TL + id.tx;
+    const sk_u32 ci = sk_u32(c / nq), cq = sk_u32(c % nq);  // the column this thread stages: (feature, slot)
+    A acc = A(0);
+    for (sk_u32 n0 = 0; n0 < p.rows; n0 += TL) {
+      const sk_u32 n = n0 + id.ty;
+      float a = 0.0f;
+      if (n < p.rows && c < cols) {
+        const A xv = A(x[sk_u64(n) * p.in + ci]);
+        if (cq == 0) {
+          a = float(kan_silu(xv));
+        } else {
+          BsplineLocal<A> b =
+              bspline_local<A>(xv, grid + sk_u64(ci) * p.n_knots, sk_i32(p.n_knots), sk_i32(p.order), false);
+          a = float(bspline_pick<A>(b.v, b.span, sk_i32(cq) - 1));
+        }
+      }
+      at[id.ty * TL + id.tx] = a;
+      gt[id.ty * TL + id.tx] = n < p.rows && og < p.out ? float(gy[sk_u64(n) * p.out + og]) : 0.0f;
+      SWISK_BARRIER();
+      for (sk_u32 r = 0; r < TL; ++r) acc += A(gt[r * TL + id.ty]) * A(at[r * TL + id.tx]);
+      SWISK_BARRIER();
+    }
+    if (c < cols && o < p.out) {
       if (cq == 0) {
-        a = float(kan_silu(xv));
+        if (p.has_base) gbw[sk_u64(o) * p.in + ci] = T(acc);
       } else {
-        BsplineLocal<A> b =
-            bspline_local<A>(xv, grid + sk_u64(ci) * p.n_knots, sk_i32(p.n_knots), sk_i32(p.order), false);
-        a = float(bspline_pick<A>(b.v, b.span, sk_i32(cq) - 1));
+        ws[(sk_u64(o) * p.in + ci) * p.n_basis + cq - 1] = float(acc);
       }
     }
-    at[id.ty * TL + id.tx] = a;
-    const sk_u32 og = id.by * TL + id.tx;
-    gt[id.ty * TL + id.tx] = n < p.rows && og < p.out ? float(gy[sk_u64(n) * p.out + og]) : 0.0f;
-    SWISK_BARRIER();
-    for (sk_u32 r = 0; r < TL; ++r) acc += A(gt[r * TL + id.ty]) * A(at[r * TL + id.tx]);
-    SWISK_BARRIER();
-  }
-  if (c >= cols || o >= p.out) return;
-  if (cq == 0) {
-    if (p.has_base) gbw[sk_u64(o) * p.in + ci] = T(acc);
-  } else {
-    ws[(sk_u64(o) * p.in + ci) * p.n_basis + cq - 1] = float(acc);
   }
 }
 

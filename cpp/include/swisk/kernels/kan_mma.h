@@ -13,14 +13,22 @@
 #define SWISK_KAN_MMA_BK 32    // packed columns per main-loop step
 #define SWISK_KAN_MMA_THREADS 128  // 4 warps, each a 32x32 quarter of the block tile
 
-// Packed columns: in·(n_basis+1) rounded up to a whole main-loop step.
-SWISK_HD sk_u32 kan_mma_cpad(sk_u32 in, sk_u32 n_basis) {
-  const sk_u32 c = in * (n_basis + 1);
-  return (c + SWISK_KAN_MMA_BK - 1) / SWISK_KAN_MMA_BK * SWISK_KAN_MMA_BK;
+// Packed columns: in·(n_basis+1) rounded up to a whole main-loop step (64-bit: it can pass 2^32).
+SWISK_HD sk_u64 kan_mma_cpad(sk_u32 in, sk_u32 n_basis) {
+  return sk_tiles(sk_u64(in) * (n_basis + 1), SWISK_KAN_MMA_BK) * SWISK_KAN_MMA_BK;
 }
 
 // Elements of the packed weights wp (out, cpad).
 SWISK_HD sk_u64 kan_mma_packed(sk_u32 in, sk_u32 out, sk_u32 n_basis) { return sk_u64(out) * kan_mma_cpad(in, n_basis); }
+
+// Grids (capped; the bodies loop over every tile): forward (row tiles, out tiles), weight gradient
+// (column tiles, out tiles).
+SWISK_HD SkGrid kan_mma_forward_grid(KanParams p) {
+  return sk_tile_grid(sk_tiles(p.rows, SWISK_KAN_MMA_BM), sk_tiles(p.out, SWISK_KAN_MMA_BN));
+}
+SWISK_HD SkGrid kan_mma_backward_w_grid(KanParams p) {
+  return sk_tile_grid(sk_tiles(sk_u64(p.in) * (p.n_basis + 1), SWISK_KAN_MMA_BN), sk_tiles(p.out, SWISK_KAN_MMA_BM));
+}
 
 // The kernel bodies need block barriers: CUDA and its emulator (not the plain CPU backend).
 #if defined(SWISK_BARRIER)
@@ -30,11 +38,11 @@ template <typename T>
 SWISK_FN void kan_mma_pack_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* bw, SWISK_GLOBAL const T* sw,
                                 SWISK_GLOBAL const T* sc, SWISK_GLOBAL T* wp) {
   typedef typename sk_acc<T>::type A;
-  const sk_u32 nq = p.n_basis + 1, cpad = kan_mma_cpad(p.in, p.n_basis);
-  const sk_u64 total = sk_u64(p.out) * cpad, step = sk_u64(id.bdx) * id.gdx;
+  const sk_u32 nq = p.n_basis + 1;
+  const sk_u64 cpad = kan_mma_cpad(p.in, p.n_basis), total = sk_u64(p.out) * cpad, step = sk_u64(id.bdx) * id.gdx;
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < total; e += step) {
-    const sk_u64 o = e / cpad;
-    const sk_u32 c = sk_u32(e % cpad), i = c / nq, q = c % nq;
+    const sk_u64 o = e / cpad, c = e % cpad;
+    const sk_u32 i = sk_u32(c / nq), q = sk_u32(c % nq);
     A v = A(0);
     if (i < p.in) {
       const sk_u64 oi = o * p.in + i;
@@ -72,12 +80,13 @@ SWISK_FN void kan_mma_warp_store(SWISK_TG float* cs, SkMmaAcc<T> (&acc)[2][2], s
 }
 
 // Writes silu and the non-zero bases of x[n, i] into the columns [c0, c0 + width) of one tile row:
-// row[(col - c0) * stride]. A NaN input fills the feature's columns with NaN.
+// row[(col - c0) * stride]. A NaN input fills the feature's columns with NaN. The feature's columns
+// meet the tile, so its first column relative to c0 (base) is small; the absolute ones are 64-bit.
 template <typename T, typename P>
-SWISK_FN void kan_mma_scatter(SWISK_TG T* row, sk_u32 stride, sk_i32 c0, sk_i32 width, float xv, P g,
+SWISK_FN void kan_mma_scatter(SWISK_TG T* row, sk_u32 stride, sk_u64 c0, sk_i32 width, float xv, P g,
                               SWISK_CONST KanParams& p, sk_u32 i) {
   const sk_i32 M = SWISK_MAX_SPLINE_ORDER, k = sk_i32(p.order), nq = sk_i32(p.n_basis) + 1;
-  const sk_i32 base = sk_i32(i) * nq - c0;
+  const sk_i32 base = sk_i32(sk_i64(sk_u64(i) * sk_u64(nq)) - sk_i64(c0));
   BsplineLocal<float> bl = bspline_local<float>(xv, g, sk_i32(p.n_knots), k, false);
   for (sk_i32 q = 0; q < nq && bl.span == -2; ++q)
     if (base + q >= 0 && base + q < width) row[sk_u32(base + q) * stride] = T(bl.v[0]);
@@ -94,14 +103,14 @@ SWISK_FN void kan_mma_scatter(SWISK_TG T* row, sk_u32 stride, sk_i32 c0, sk_i32 
 // at tile[r * row_stride + (c - c0) * col_stride].
 template <typename T>
 SWISK_FN void kan_mma_stage_basis(SWISK_TG T* tile, sk_u32 row_stride, sk_u32 col_stride, sk_u32 nrows, sk_u32 n0,
-                                  sk_u32 c0, sk_u32 width, sk_u32 tid, SWISK_CONST KanParams& p,
+                                  sk_u64 c0, sk_u32 width, sk_u32 tid, SWISK_CONST KanParams& p,
                                   SWISK_GLOBAL const T* x, SWISK_GLOBAL const T* grid) {
-  const sk_u32 nq = p.n_basis + 1, i_lo = c0 / nq, i_end = (c0 + width + nq - 1) / nq;
+  const sk_u32 nq = p.n_basis + 1, i_lo = sk_u32(c0 / nq), i_end = sk_u32((c0 + width + nq - 1) / nq);
   const sk_u32 nf = (i_end < p.in ? i_end : p.in) - i_lo;
   for (sk_u32 e = tid; e < nrows * nf; e += SWISK_KAN_MMA_THREADS) {
     const sk_u32 r = e / nf, i = i_lo + e % nf, n = n0 + r;
     if (n < p.rows)
-      kan_mma_scatter<T>(tile + r * row_stride, col_stride, sk_i32(c0), sk_i32(width), float(x[sk_u64(n) * p.in + i]),
+      kan_mma_scatter<T>(tile + r * row_stride, col_stride, c0, sk_i32(width), float(x[sk_u64(n) * p.in + i]),
                          grid + sk_u64(i) * p.n_knots, p, i);
   }
 }
@@ -113,13 +122,14 @@ SWISK_FN void kan_mma_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLO
                                    SWISK_TG T* as, SWISK_TG T* bs, SWISK_TG float* cs) {
   const sk_u32 BM = SWISK_KAN_MMA_BM, BN = SWISK_KAN_MMA_BN, BK = SWISK_KAN_MMA_BK, NT = SWISK_KAN_MMA_THREADS;
   const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32;
-  const sk_u32 cpad = kan_mma_cpad(p.in, p.n_basis);
-  const sk_u32 o0 = id.by * BN, row_tiles = (p.rows + BM - 1) / BM;
-  for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {  // uniform across the block
-    const sk_u32 n0 = rt * BM;
+  const sk_u64 cpad = kan_mma_cpad(p.in, p.n_basis);
+  const sk_u32 row_tiles = sk_u32(sk_tiles(p.rows, BM)), out_tiles = sk_u32(sk_tiles(p.out, BN));
+  for (sk_u32 ot = id.by; ot < out_tiles; ot += id.gdy)     // both tile loops are uniform across the block
+  for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {
+    const sk_u32 n0 = rt * BM, o0 = ot * BN;
     SkMmaAcc<T> acc[2][2];
     kan_mma_warp_zero(acc);
-    for (sk_u32 c0 = 0; c0 < cpad; c0 += BK) {
+    for (sk_u64 c0 = 0; c0 < cpad; c0 += BK) {
       for (sk_u32 e = tid; e < BM * BK; e += NT) as[e] = T(0.0f);
       for (sk_u32 e = tid; e < BN * BK; e += NT) {  // B column-major: bs[oc·BK + cc]
         const sk_u32 oc = e / BK, cc = e % BK;
@@ -151,10 +161,12 @@ SWISK_FN void kan_mma_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
                                       SWISK_GLOBAL float* ws, SWISK_TG T* as, SWISK_TG T* bs, SWISK_TG float* cs) {
   const sk_u32 BM = SWISK_KAN_MMA_BM, BN = SWISK_KAN_MMA_BN, BK = SWISK_KAN_MMA_BK, NT = SWISK_KAN_MMA_THREADS;
   const sk_u32 tid = id.tx, lane = tid % 32, warp = tid / 32;
-  const sk_u32 nq = p.n_basis + 1, cols = p.in * nq, col_tiles = (cols + BN - 1) / BN;
-  const sk_u32 o0 = id.by * BM;
-  for (sk_u32 ct = id.bx; ct < col_tiles; ct += id.gdx) {  // uniform across the block
-    const sk_u32 c0 = ct * BN;
+  const sk_u32 nq = p.n_basis + 1, out_tiles = sk_u32(sk_tiles(p.out, BM));
+  const sk_u64 cols = sk_u64(p.in) * nq, col_tiles = sk_tiles(cols, BN);
+  for (sk_u32 ot = id.by; ot < out_tiles; ot += id.gdy)     // both tile loops are uniform across the block
+  for (sk_u64 ct = id.bx; ct < col_tiles; ct += id.gdx) {
+    const sk_u64 c0 = ct * BN;
+    const sk_u32 o0 = ot * BM;
     SkMmaAcc<T> acc[2][2];
     kan_mma_warp_zero(acc);
     for (sk_u32 n0 = 0; n0 < p.rows; n0 += BK) {
@@ -172,9 +184,10 @@ SWISK_FN void kan_mma_backward_w_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
     kan_mma_warp_store(cs, acc, warp, lane);
     SWISK_BARRIER();
     for (sk_u32 e = tid; e < BM * BN; e += NT) {
-      const sk_u32 o = o0 + e / BN, c = c0 + e % BN;
+      const sk_u32 o = o0 + e / BN;
+      const sk_u64 c = c0 + e % BN;
       if (o >= p.out || c >= cols) continue;
-      const sk_u32 i = c / nq, q = c % nq;
+      const sk_u32 i = sk_u32(c / nq), q = sk_u32(c % nq);
       if (q == 0) {
         if (p.has_base) gbw[sk_u64(o) * p.in + i] = T(cs[e]);
       } else {

@@ -13,8 +13,9 @@
 #define SK_SHANNON 4
 #define SWISK_NUM_WAVELETS 5
 
-// Metal has no double: its literals carry the f suffix, the host keeps full precision for fp64.
-#if defined(__METAL_VERSION__)
+// GPU code is fp32 only: float literals (a double one would make nvcc emit F2F/DMUL); the host keeps
+// full precision for fp64.
+#if defined(__METAL_VERSION__) || defined(SWISK_DIALECT_CUDA)
 #define SK_WC(v) (v##f)
 #else
 #define SK_WC(v) (v)
@@ -160,8 +161,8 @@ SWISK_FN void wav_fwd_tile(sk_u32 tid, SWISK_CONST WaveletParams& p, SWISK_GLOBA
                            SWISK_TG float* rs, SWISK_TG float* ws) {
   const sk_u32 tx = tid % 16, ty = tid / 16;
   float acc[4][4];
-  for (int a = 0; a < 4; ++a)
-    for (int b = 0; b < 4; ++b) acc[a][b] = 0.0f;
+  SWISK_UNROLL for (int a = 0; a < 4; ++a)
+    SWISK_UNROLL for (int b = 0; b < 4; ++b) acc[a][b] = 0.0f;
   for (sk_u32 i0 = 0; i0 < p.in; i0 += SWISK_WAV_KC) {
     wav_stage<T>(xs, x, tid, n0, p.rows, p.in, i0, p.in, 1, true, 0.0f, false);
     wav_stage<T>(ts, trans, tid, o0, p.out, p.in, i0, p.in, 1, true, 0.0f, false);
@@ -170,20 +171,20 @@ SWISK_FN void wav_fwd_tile(sk_u32 tid, SWISK_CONST WaveletParams& p, SWISK_GLOBA
     SWISK_BARRIER();
     for (int k = 0; k < SWISK_WAV_KC; ++k) {
       float xv[4], tv[4], rv[4], wv[4];
-      for (int a = 0; a < 4; ++a) xv[a] = xs[k * SWISK_WAV_PITCH + ty + 16 * a];
-      for (int b = 0; b < 4; ++b) {
+      SWISK_UNROLL for (int a = 0; a < 4; ++a) xv[a] = xs[k * SWISK_WAV_PITCH + ty + 16 * a];
+      SWISK_UNROLL for (int b = 0; b < 4; ++b) {
         tv[b] = ts[k * SWISK_WAV_PITCH + tx + 16 * b];
         rv[b] = rs[k * SWISK_WAV_PITCH + tx + 16 * b];
         wv[b] = ws[k * SWISK_WAV_PITCH + tx + 16 * b];
       }
-      for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 4; ++b)
+      SWISK_UNROLL for (int a = 0; a < 4; ++a)
+        SWISK_UNROLL for (int b = 0; b < 4; ++b)
           acc[a][b] += wv[b] * wavelet_eval<K, false, SkDeviceMath>((xv[a] - tv[b]) * rv[b]).v;
     }
     SWISK_BARRIER();
   }
-  for (int a = 0; a < 4; ++a)
-    for (int b = 0; b < 4; ++b) {
+  SWISK_UNROLL for (int a = 0; a < 4; ++a)
+    SWISK_UNROLL for (int b = 0; b < 4; ++b) {
       const sk_u32 n = n0 + ty + 16 * a, o = o0 + tx + 16 * b;
       if (n < p.rows && o < p.out) y[sk_u64(n) * p.out + o] = T(acc[a][b]);
     }
@@ -197,8 +198,8 @@ SWISK_FN void wav_bwd_x_tile(sk_u32 tid, SWISK_CONST WaveletParams& p, SWISK_GLO
                              SWISK_TG float* ts, SWISK_TG float* rs, SWISK_TG float* ws) {
   const sk_u32 tx = tid % 16, ty = tid / 16;
   float acc[4][4], xv[4][4];
-  for (int a = 0; a < 4; ++a)
-    for (int b = 0; b < 4; ++b) {
+  SWISK_UNROLL for (int a = 0; a < 4; ++a)
+    SWISK_UNROLL for (int b = 0; b < 4; ++b) {
       const sk_u32 n = n0 + ty + 16 * a, i = i0 + tx + 16 * b;
       acc[a][b] = 0.0f;
       xv[a][b] = n < p.rows && i < p.in ? float(x[sk_u64(n) * p.in + i]) : 0.0f;
@@ -211,20 +212,20 @@ SWISK_FN void wav_bwd_x_tile(sk_u32 tid, SWISK_CONST WaveletParams& p, SWISK_GLO
     SWISK_BARRIER();
     for (int k = 0; k < SWISK_WAV_KC; ++k) {
       float gv[4], tv[4], rv[4], wr[4];
-      for (int a = 0; a < 4; ++a) gv[a] = gs[k * SWISK_WAV_PITCH + ty + 16 * a];
-      for (int b = 0; b < 4; ++b) {
+      SWISK_UNROLL for (int a = 0; a < 4; ++a) gv[a] = gs[k * SWISK_WAV_PITCH + ty + 16 * a];
+      SWISK_UNROLL for (int b = 0; b < 4; ++b) {
         tv[b] = ts[k * SWISK_WAV_PITCH + tx + 16 * b];
         rv[b] = rs[k * SWISK_WAV_PITCH + tx + 16 * b];
         wr[b] = ws[k * SWISK_WAV_PITCH + tx + 16 * b] * rv[b];
       }
-      for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 4; ++b)
+      SWISK_UNROLL for (int a = 0; a < 4; ++a)
+        SWISK_UNROLL for (int b = 0; b < 4; ++b)
           acc[a][b] += gv[a] * wr[b] * wavelet_eval<K, true, SkDeviceMath>((xv[a][b] - tv[b]) * rv[b]).d;
     }
     SWISK_BARRIER();
   }
-  for (int a = 0; a < 4; ++a)
-    for (int b = 0; b < 4; ++b) {
+  SWISK_UNROLL for (int a = 0; a < 4; ++a)
+    SWISK_UNROLL for (int b = 0; b < 4; ++b) {
       const sk_u32 n = n0 + ty + 16 * a, i = i0 + tx + 16 * b;
       if (n < p.rows && i < p.in) dx[sk_u64(n) * p.in + i] = T(acc[a][b]);
     }
@@ -240,8 +241,8 @@ SWISK_FN void wav_bwd_params_tile(sk_u32 tid, SWISK_CONST WaveletParams& p, SWIS
                                   SWISK_TG float* gs, SWISK_TG float* xs) {
   const sk_u32 tx = tid % 16, ty = tid / 16;
   float tr[4][4], rc[4][4], a1[4][4], a2[4][4], a3[4][4];
-  for (int a = 0; a < 4; ++a)
-    for (int b = 0; b < 4; ++b) {
+  SWISK_UNROLL for (int a = 0; a < 4; ++a)
+    SWISK_UNROLL for (int b = 0; b < 4; ++b) {
       const sk_u32 o = o0 + ty + 16 * a, i = i0 + tx + 16 * b;
       const bool inside = o < p.out && i < p.in;
       tr[a][b] = inside ? float(trans[sk_u64(o) * p.in + i]) : 0.0f;
@@ -256,10 +257,10 @@ SWISK_FN void wav_bwd_params_tile(sk_u32 tid, SWISK_CONST WaveletParams& p, SWIS
     SWISK_BARRIER();
     for (int k = 0; k < SWISK_WAV_KC; ++k) {
       float gv[4], xv[4];
-      for (int a = 0; a < 4; ++a) gv[a] = gs[k * SWISK_WAV_PITCH + ty + 16 * a];
-      for (int b = 0; b < 4; ++b) xv[b] = xs[k * SWISK_WAV_PITCH + tx + 16 * b];
-      for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 4; ++b) {
+      SWISK_UNROLL for (int a = 0; a < 4; ++a) gv[a] = gs[k * SWISK_WAV_PITCH + ty + 16 * a];
+      SWISK_UNROLL for (int b = 0; b < 4; ++b) xv[b] = xs[k * SWISK_WAV_PITCH + tx + 16 * b];
+      SWISK_UNROLL for (int a = 0; a < 4; ++a)
+        SWISK_UNROLL for (int b = 0; b < 4; ++b) {
           const float t = (xv[b] - tr[a][b]) * rc[a][b];
           const WavVal<float> w = wavelet_eval<K, true, SkDeviceMath>(t);
           const float gd = gv[a] * w.d;
@@ -270,8 +271,8 @@ SWISK_FN void wav_bwd_params_tile(sk_u32 tid, SWISK_CONST WaveletParams& p, SWIS
     }
     SWISK_BARRIER();
   }
-  for (int a = 0; a < 4; ++a)
-    for (int b = 0; b < 4; ++b) {
+  SWISK_UNROLL for (int a = 0; a < 4; ++a)
+    SWISK_UNROLL for (int b = 0; b < 4; ++b) {
       const sk_u32 o = o0 + ty + 16 * a, i = i0 + tx + 16 * b;
       if (o >= p.out || i >= p.in) continue;
       const sk_u64 e = sk_u64(o) * p.in + i;
