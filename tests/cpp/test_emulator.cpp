@@ -1,4 +1,6 @@
 // The emulator: real threads per block meeting at barriers, shared memory per block, errors.
+#include <atomic>
+#include <stdexcept>
 #include <vector>
 
 #include "emu/cuda_shim.h"
@@ -87,4 +89,18 @@ TEST(Emulator, KernelExceptionsPropagate) {
 
 TEST(Emulator, RejectsBadGeometry) {
   EXPECT_THROW_MSG(::swisk::emu::launch(dim3(1), dim3(2048), [] {}), swisk::Error, "threads per block");
+}
+
+// One thread of block 5 fails: the launch stops at that block's end, and every thread's check of
+// the failure flag between blocks is synchronised with the write (ThreadSanitizer checks this).
+TEST(Emulator, FailureStopsLaterBlocks) {
+  std::atomic<unsigned> last_block{0};
+  auto body = [&] {
+    unsigned b = blockIdx.x, seen = last_block.load();
+    while (b > seen && !last_block.compare_exchange_weak(seen, b)) {
+    }
+    if (b == 5 && threadIdx.x == 7) throw std::runtime_error("block 5 failed");
+  };
+  EXPECT_THROW_MSG(::swisk::emu::launch(dim3(64), dim3(32), body), swisk::Error, "block 5 failed");
+  EXPECT_EQ(last_block.load(), 5u);
 }

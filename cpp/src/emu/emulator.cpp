@@ -47,8 +47,12 @@ class BlockBarrier {
     std::lock_guard<std::mutex> lock(m_);
     fail_locked(why);
   }
-  bool failed() const { return failed_; }
-  const std::string& why() const { return why_; }
+  // Read under the lock: other threads set failed_ while this one is between barriers.
+  bool failed() {
+    std::lock_guard<std::mutex> lock(m_);
+    return failed_;
+  }
+  const std::string& why() const { return why_; }  // only after the threads have joined
 
  private:
   void fail_locked(const std::string& why) {
