@@ -88,7 +88,7 @@ TEST(Emulator, KernelExceptionsPropagate) {
 }
 
 TEST(Emulator, RejectsBadGeometry) {
-  EXPECT_THROW_MSG(::swisk::emu::launch(dim3(1), dim3(2048), [] {}), swisk::Error, "threads per block");
+  EXPECT_THROW_MSG(::swisk::emu::launch(dim3(1), dim3(2048), [] {}), swisk::Error, "blockDim.x = 2048 exceeds");
 }
 
 // One thread of block 5 fails: the launch stops at that block's end, and every thread's check of
