@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -181,6 +182,70 @@ void launch(Dim3 grid, Dim3 block, const std::function<void()>& body, const Targ
   }
   for (auto& th : threads) th.join();
   if (state.bar.failed()) throw Error(ErrorKind::runtime, "[emulator] launch: " + state.bar.why());
+}
+
+namespace {
+
+constexpr std::size_t kGuard = 4096;
+constexpr unsigned char sentinel(std::size_t i) { return (i & 3) == 0 ? 0x55 : (i & 3) == 1 ? 0xDA : (i & 3) == 2 ? 0xBA : 0x7F; }
+
+// One guarded copy: [kGuard sentinel bytes][the buffer][kGuard sentinel bytes], 64-byte aligned.
+struct GuardedCopy {
+  void* orig;
+  std::size_t bytes;
+  std::vector<unsigned char> mem;  // over-allocated for the alignment
+  unsigned char* base = nullptr;
+  unsigned char* data() const { return base + kGuard; }
+  const char* damaged() const {  // "before", "after" or nullptr
+    for (std::size_t i = 0; i < kGuard; ++i)
+      if (base[i] != sentinel(i)) return "before";
+    for (std::size_t i = 0; i < kGuard; ++i)
+      if (data()[bytes + i] != sentinel(i)) return "after";
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+void with_guarded_buffers(std::vector<GuardedBuffer> bufs, const std::function<void()>& body) {
+  std::vector<GuardedCopy> copies;
+  std::vector<std::size_t> copy_of(bufs.size());
+  copies.reserve(bufs.size());
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    void* orig = *bufs[i].ptr;
+    std::size_t c = 0;
+    while (c < copies.size() && !(orig && copies[c].orig == orig)) ++c;
+    if (c == copies.size()) {
+      GuardedCopy g{orig, bufs[i].bytes, std::vector<unsigned char>(bufs[i].bytes + 2 * kGuard + 64)};
+      g.base = g.mem.data() + (64 - reinterpret_cast<std::uintptr_t>(g.mem.data()) % 64) % 64;
+      for (std::size_t k = 0; k < kGuard; ++k) g.base[k] = g.data()[g.bytes + k] = sentinel(k);
+      if (orig && g.bytes) std::memcpy(g.data(), orig, g.bytes);
+      copies.push_back(std::move(g));
+    } else if (bufs[i].bytes > copies[c].bytes) {
+      throw Error(ErrorKind::runtime, detail::cat("[emulator] buffer ", i, ": aliases buffer with fewer bytes"));
+    }
+    copy_of[i] = c;
+  }
+  for (std::size_t i = 0; i < bufs.size(); ++i) *bufs[i].ptr = copies[copy_of[i]].data();
+  std::exception_ptr thrown;
+  try {
+    body();
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  std::string damage;
+  for (std::size_t i = 0; i < bufs.size(); ++i) *bufs[i].ptr = copies[copy_of[i]].orig;
+  for (std::size_t c = 0; c < copies.size(); ++c) {
+    const GuardedCopy& g = copies[c];
+    if (const char* where = g.damaged(); where && damage.empty()) {
+      std::size_t i = 0;
+      while (copy_of[i] != c) ++i;
+      damage = detail::cat("[emulator] buffer ", i, ": write out of bounds ", where);
+    }
+    if (g.orig && g.bytes) std::memcpy(g.orig, g.data(), g.bytes);
+  }
+  if (!damage.empty()) throw Error(ErrorKind::runtime, damage);
+  if (thrown) std::rethrow_exception(thrown);
 }
 
 }  // namespace swisk::emu

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace swisk::emu {
 
@@ -54,5 +55,15 @@ void shared_array(void* p, std::size_t bytes);
 #define SWISK_EMU_SHARED(T, name, n, align) \
   alignas(align) static T name[n];          \
   ::swisk::emu::shared_array(name, sizeof(name))
+
+// Buffer sentinels (ggml's test-backend-ops idea): while `body` runs, each *ptr points at a copy of
+// its `bytes` with 4 KiB of a known pattern on either side; afterwards the results are copied back,
+// *ptr restored (also on throw) and a changed sentinel throws swisk::Error ("buffer i: write out of
+// bounds before/after"). Entries with the same pointer share one copy, so in-place kernels still alias.
+struct GuardedBuffer {
+  void** ptr;
+  std::size_t bytes;
+};
+void with_guarded_buffers(std::vector<GuardedBuffer> bufs, const std::function<void()>& body);
 
 }  // namespace swisk::emu
