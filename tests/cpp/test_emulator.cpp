@@ -1,6 +1,7 @@
 // The emulator: real threads per block meeting at barriers, shared memory per block, errors.
-#include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "emu/cuda_shim.h"
@@ -91,16 +92,18 @@ TEST(Emulator, RejectsBadGeometry) {
   EXPECT_THROW_MSG(::swisk::emu::launch(dim3(1), dim3(2048), [] {}), swisk::Error, "blockDim.x = 2048 exceeds");
 }
 
-// One thread of block 5 fails: the launch stops at that block's end, and every thread's check of
-// the failure flag between blocks is synchronised with the write (ThreadSanitizer checks this).
+// One thread of block 1 fails while the others are still busy: the launch stops at that block's end,
+// and the others' checks of the failure flag between blocks are synchronised with the write (TSan).
 TEST(Emulator, FailureStopsLaterBlocks) {
-  std::atomic<unsigned> last_block{0};
-  auto body = [&] {
-    unsigned b = blockIdx.x, seen = last_block.load();
-    while (b > seen && !last_block.compare_exchange_weak(seen, b)) {
-    }
-    if (b == 5 && threadIdx.x == 7) throw std::runtime_error("block 5 failed");
-  };
-  EXPECT_THROW_MSG(::swisk::emu::launch(dim3(64), dim3(32), body), swisk::Error, "block 5 failed");
-  EXPECT_EQ(last_block.load(), 5u);
+  for (int rep = 0; rep < 10; ++rep) {
+    std::vector<char> ran(16, 0);
+    auto body = [&] {
+      if (threadIdx.x == 0) ran[blockIdx.x] = 1;
+      if (blockIdx.x == 1 && threadIdx.x == 7) throw std::runtime_error("block 1 failed");
+      if (blockIdx.x == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    };
+    EXPECT_THROW_MSG(::swisk::emu::launch(dim3(16), dim3(8), body), swisk::Error, "block 1 failed");
+    EXPECT_EQ(int(ran[0]), 1);
+    for (unsigned b = 2; b < 16; ++b) EXPECT_EQ(int(ran[b]), 0);  // block 1 may stop before thread 0 starts it
+  }
 }
