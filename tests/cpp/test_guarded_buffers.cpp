@@ -73,3 +73,13 @@ TEST(GuardedBuffers, PointersRestoredWhenTheBodyThrows) {
                    std::runtime_error, "kernel failed");
   EXPECT_TRUE(p == a.data());
 }
+
+TEST(GuardedBuffers, NullStaysNullAndAliasesTakeTheLargestSize) {
+  std::vector<float> a(6, 1.0f);
+  float *x = a.data(), *y = a.data(), *absent = nullptr;
+  with_guarded_buffers({{(void**)&x, 2 * sizeof(float)}, {(void**)&absent, 16}, {(void**)&y, 6 * sizeof(float)}}, [&] {
+    EXPECT_TRUE(absent == nullptr);
+    x[5] = 3.0f;  // in bounds of the larger alias
+  });
+  EXPECT_EQ(a[5], 3.0f);
+}

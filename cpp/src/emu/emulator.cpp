@@ -1,5 +1,6 @@
 #include "emu/emulator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -208,33 +209,35 @@ struct GuardedCopy {
 }  // namespace
 
 void with_guarded_buffers(std::vector<GuardedBuffer> bufs, const std::function<void()>& body) {
-  std::vector<GuardedCopy> copies;
-  std::vector<std::size_t> copy_of(bufs.size());
-  copies.reserve(bufs.size());
+  constexpr std::size_t none = ~std::size_t(0);
+  std::vector<GuardedCopy> copies;              // one per distinct pointer, as large as its largest use
+  std::vector<std::size_t> copy_of(bufs.size(), none);  // null pointers stay null (absent buffers)
   for (std::size_t i = 0; i < bufs.size(); ++i) {
     void* orig = *bufs[i].ptr;
+    if (!orig) continue;
     std::size_t c = 0;
-    while (c < copies.size() && !(orig && copies[c].orig == orig)) ++c;
-    if (c == copies.size()) {
-      GuardedCopy g{orig, bufs[i].bytes, std::vector<unsigned char>(bufs[i].bytes + 2 * kGuard + 64)};
-      g.base = g.mem.data() + (64 - reinterpret_cast<std::uintptr_t>(g.mem.data()) % 64) % 64;
-      for (std::size_t k = 0; k < kGuard; ++k) g.base[k] = g.data()[g.bytes + k] = sentinel(k);
-      if (orig && g.bytes) std::memcpy(g.data(), orig, g.bytes);
-      copies.push_back(std::move(g));
-    } else if (bufs[i].bytes > copies[c].bytes) {
-      throw Error(ErrorKind::runtime, detail::cat("[emulator] buffer ", i, ": aliases buffer with fewer bytes"));
-    }
+    while (c < copies.size() && copies[c].orig != orig) ++c;
+    if (c == copies.size()) copies.push_back({orig, 0, {}});
+    copies[c].bytes = std::max(copies[c].bytes, bufs[i].bytes);
     copy_of[i] = c;
   }
-  for (std::size_t i = 0; i < bufs.size(); ++i) *bufs[i].ptr = copies[copy_of[i]].data();
+  for (GuardedCopy& g : copies) {
+    g.mem.resize(g.bytes + 2 * kGuard + 64);
+    g.base = g.mem.data() + (64 - reinterpret_cast<std::uintptr_t>(g.mem.data()) % 64) % 64;
+    for (std::size_t k = 0; k < kGuard; ++k) g.base[k] = g.data()[g.bytes + k] = sentinel(k);
+    if (g.bytes) std::memcpy(g.data(), g.orig, g.bytes);
+  }
+  for (std::size_t i = 0; i < bufs.size(); ++i)
+    if (copy_of[i] != none) *bufs[i].ptr = copies[copy_of[i]].data();
   std::exception_ptr thrown;
   try {
     body();
   } catch (...) {
     thrown = std::current_exception();
   }
+  for (std::size_t i = 0; i < bufs.size(); ++i)
+    if (copy_of[i] != none) *bufs[i].ptr = copies[copy_of[i]].orig;
   std::string damage;
-  for (std::size_t i = 0; i < bufs.size(); ++i) *bufs[i].ptr = copies[copy_of[i]].orig;
   for (std::size_t c = 0; c < copies.size(); ++c) {
     const GuardedCopy& g = copies[c];
     if (const char* where = g.damaged(); where && damage.empty()) {
@@ -242,7 +245,7 @@ void with_guarded_buffers(std::vector<GuardedBuffer> bufs, const std::function<v
       while (copy_of[i] != c) ++i;
       damage = detail::cat("[emulator] buffer ", i, ": write out of bounds ", where);
     }
-    if (g.orig && g.bytes) std::memcpy(g.orig, g.data(), g.bytes);
+    if (g.bytes) std::memcpy(g.orig, g.data(), g.bytes);
   }
   if (!damage.empty()) throw Error(ErrorKind::runtime, damage);
   if (thrown) std::rethrow_exception(thrown);

@@ -54,12 +54,13 @@ void shared_array(void* p, std::size_t bytes);
 // A shared array for the shims' SWISK_SHARED: one static array per kernel, registered per block.
 #define SWISK_EMU_SHARED(T, name, n, align) \
   alignas(align) static T name[n];          \
-  ::swisk::emu::shared_array(name, sizeof(name))
+  ::swisk::emu::shared_array((void*)(name), sizeof(name))
 
 // Buffer sentinels (ggml's test-backend-ops idea): while `body` runs, each *ptr points at a copy of
 // its `bytes` with 4 KiB of a known pattern on either side; afterwards the results are copied back,
 // *ptr restored (also on throw) and a changed sentinel throws swisk::Error ("buffer i: write out of
-// bounds before/after"). Entries with the same pointer share one copy, so in-place kernels still alias.
+// bounds before/after"). Entries with the same pointer share one copy (in-place kernels still alias);
+// null pointers stay null; partially overlapping buffers are not supported.
 struct GuardedBuffer {
   void** ptr;
   std::size_t bytes;
