@@ -1,4 +1,7 @@
 // The emulator: real threads per block meeting at barriers, shared memory per block, errors.
+#include <chrono>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "emu/cuda_shim.h"
@@ -86,5 +89,21 @@ TEST(Emulator, KernelExceptionsPropagate) {
 }
 
 TEST(Emulator, RejectsBadGeometry) {
-  EXPECT_THROW_MSG(::swisk::emu::launch(dim3(1), dim3(2048), [] {}), swisk::Error, "threads per block");
+  EXPECT_THROW_MSG(::swisk::emu::launch(dim3(1), dim3(2048), [] {}), swisk::Error, "blockDim.x = 2048 exceeds");
+}
+
+// One thread of block 1 fails while the others are still busy: the launch stops at that block's end,
+// and the others' checks of the failure flag between blocks are synchronised with the write (TSan).
+TEST(Emulator, FailureStopsLaterBlocks) {
+  for (int rep = 0; rep < 10; ++rep) {
+    std::vector<char> ran(16, 0);
+    auto body = [&] {
+      if (threadIdx.x == 0) ran[blockIdx.x] = 1;
+      if (blockIdx.x == 1 && threadIdx.x == 7) throw std::runtime_error("block 1 failed");
+      if (blockIdx.x == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    };
+    EXPECT_THROW_MSG(::swisk::emu::launch(dim3(16), dim3(8), body), swisk::Error, "block 1 failed");
+    EXPECT_EQ(int(ran[0]), 1);
+    for (unsigned b = 2; b < 16; ++b) EXPECT_EQ(int(ran[b]), 0);  // block 1 may stop before thread 0 starts it
+  }
 }

@@ -15,7 +15,8 @@
 
 namespace swisk::cpu {
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+// Not under sanitizers: their runtimes are not up when the loader runs the clones' ifunc resolvers.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
 #define SK_CLONES __attribute__((target_clones("arch=haswell", "default")))
 #else
 #define SK_CLONES

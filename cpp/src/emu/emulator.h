@@ -2,7 +2,9 @@
 // meet at barriers, one block after another, with the launch geometry the GPU backends use.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace swisk::emu {
 
@@ -11,6 +13,23 @@ struct Dim3 {
   Dim3() = default;
   Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
+
+// The hardware limits of the emulated GPU: a launch that a real one would refuse fails here too.
+struct Target {
+  const char* name;
+  unsigned long long max_grid[3];  // blocks per grid dimension
+  unsigned max_block[3];           // threads per block dimension
+  unsigned max_threads;            // threads per block
+  std::size_t max_shared_bytes;    // static shared (threadgroup) memory per block
+  unsigned warp_size;              // warp / simdgroup width
+  static const Target cuda_sm90, apple;
+};
+// CUDA sm_80 and sm_90 share these limits (static __shared__ is capped at 48 KiB on both).
+inline constexpr Target Target::cuda_sm90 = {
+    "CUDA sm_80/sm_90", {2147483647ull, 65535, 65535}, {1024, 1024, 64}, 1024, 48 * 1024, 32};
+// Apple GPUs (Metal 3): 1024 threads per threadgroup, 32 KiB of threadgroup memory.
+inline constexpr Target Target::apple = {
+    "Apple GPU", {4294967295ull, 4294967295ull, 4294967295ull}, {1024, 1024, 1024}, 1024, 32 * 1024, 32};
 
 // The calling emulated thread's coordinates (valid inside a launch).
 struct ThreadCoords {
@@ -22,8 +41,30 @@ const ThreadCoords& coords();
 // barrier, others finished) and barriers that never fill are reported as errors, never hangs.
 void barrier();
 
-// Runs `body` once per thread of every block; throws swisk::Error if a kernel thread failed.
-// Launches are serialised: the static arrays standing in for shared memory belong to one block.
-void launch(Dim3 grid, Dim3 block, const std::function<void()>& body);
+// Runs `body` once per thread of every block; throws swisk::Error if the geometry exceeds the
+// target's limits or a kernel thread failed. Launches are serialised: the static arrays standing in
+// for shared memory belong to one block.
+void launch(Dim3 grid, Dim3 block, const std::function<void()>& body, const Target& target = Target::cuda_sm90);
+
+// Called by every thread that reaches a shared-array declaration: counts the array against the
+// target's shared-memory limit (failing the launch when over) and, first in each block, fills it
+// with 0xFF bytes (NaN for floats) so reading what this block did not write shows. No-op outside a launch.
+void shared_array(void* p, std::size_t bytes);
+
+// A shared array for the shims' SWISK_SHARED: one static array per kernel, registered per block.
+#define SWISK_EMU_SHARED(T, name, n, align) \
+  alignas(align) static T name[n];          \
+  ::swisk::emu::shared_array((void*)(name), sizeof(name))
+
+// Buffer sentinels (ggml's test-backend-ops idea): while `body` runs, each *ptr points at a copy of
+// its `bytes` with 4 KiB of a known pattern on either side; afterwards the results are copied back,
+// *ptr restored (also on throw) and a changed sentinel throws swisk::Error ("buffer i: write out of
+// bounds before/after"). Entries with the same pointer share one copy (in-place kernels still alias);
+// null pointers stay null; partially overlapping buffers are not supported.
+struct GuardedBuffer {
+  void** ptr;
+  std::size_t bytes;
+};
+void with_guarded_buffers(std::vector<GuardedBuffer> bufs, const std::function<void()>& body);
 
 }  // namespace swisk::emu

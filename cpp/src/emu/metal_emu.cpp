@@ -53,7 +53,7 @@ void run_emulated(const MetalDispatch& plan, const std::vector<void*>& buffers) 
     std::memcpy(params, plan.params.data(), plan.params.size());
     emu::launch(emu::Dim3(plan.grid[0], plan.grid[1], plan.grid[2]),
                 emu::Dim3(plan.threadgroup[0], plan.threadgroup[1], plan.threadgroup[2]),
-                [&] { k.thunk(buffers.data(), params); });
+                [&] { k.thunk(buffers.data(), params); }, emu::Target::apple);
     return;
   }
   throw Error(ErrorKind::runtime, "[metal-emu] kernel: no emulated kernel named " + plan.kernel);
