@@ -75,7 +75,8 @@ class _EmulatedMetalLibrary:
             grid = [t // g for t, g in zip(threads, group_size)]
             params = bytes(args[-1].cpu().numpy().tobytes())
             self.calls.append(kernel)
-            _C.metal_emu_run(kernel, grid, list(group_size), params, [a.data_ptr() for a in args[:-1]])
+            _C.metal_emu_run(kernel, grid, list(group_size), params,
+                             [(a.data_ptr(), a.numel() * a.element_size()) for a in args[:-1]])
         return launch
 
 
@@ -188,3 +189,20 @@ def test_cpp_tests_skip_when_not_built(tmp_path):
     src = (ROOT / "tests" / "test_cpp.py").read_text()
     r = _pytest_in(tmp_path, {"test_cpp_copy.py": src}, env={"SWISK_CPP_TESTS": str(tmp_path / "absent")})
     assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout[-2000:]
+
+
+def test_metal_emu_guards_every_bound_buffer(rng):
+    """metal-emu places each bound buffer between sentinels: a kernel writing past what the binder
+    declared for a buffer raises instead of corrupting memory (here the output is declared too short)."""
+    from swisk._ops import spline
+
+    x, grid = torch.randn(9, 5, generator=rng), torch.linspace(-2.2, 2.2, 12).expand(5, -1).contiguous()
+    call = spline.BASIS.prepare(*(_backend.view("t", "x", t, False) for t in (x, grid)), 3, "metal-emu")
+    out = torch.empty(call.outputs[0])
+    (kernel, g, tg, params, slots), = call.launch([x.data_ptr(), grid.data_ptr(), out.data_ptr()], 0)
+    sizes = [t.numel() * 4 for t in (x, grid, out)]
+    _C.metal_emu_run(kernel, list(g), list(tg), params, [(t.data_ptr(), sizes[i]) for i, t in
+                                                          zip(slots, (x, grid, out))])
+    short = [(t.data_ptr(), sizes[i] // (2 if i == 2 else 1)) for i, t in zip(slots, (x, grid, out))]
+    with pytest.raises(RuntimeError, match="write out of bounds after"):
+        _C.metal_emu_run(kernel, list(g), list(tg), params, short)

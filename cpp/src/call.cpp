@@ -3,10 +3,25 @@
 
 #include <cstring>
 
+#include "emu/emulator.h"
 #include "metal/plan.h"
 #include "validate.h"
 
 namespace swisk {
+
+// Bytes from a view's first element to one past its last (non-negative strides).
+static size_t extent_bytes(const TensorView& v) {
+  if (v.data == nullptr || v.numel() == 0) return 0;
+  int64_t last = 0;
+  for (int d = 0; d < v.ndim; ++d) last += (v.shape[d] - 1) * v.strides[d];
+  return size_t(last + 1) * dtype_size(v.dtype);
+}
+
+void run_guarded(const std::vector<TensorView*>& views, const std::function<void()>& body) {
+  std::vector<emu::GuardedBuffer> bufs;
+  for (TensorView* v : views) bufs.push_back({&v->data, extent_bytes(*v)});
+  emu::with_guarded_buffers(std::move(bufs), body);
+}
 
 TensorView dense_view(const std::vector<int64_t>& shape, DType dtype, const TensorView& like) {
   TensorView v;

@@ -1,6 +1,9 @@
 // swisk._C: the torch-free bridge. Tensors arrive as view tuples; outputs are allocated by Python.
 #include "bridge.h"
 
+#include <nanobind/stl/pair.h>
+
+#include "emu/emulator.h"
 #include "metal/plan.h"
 #include "swisk/kernels/bspline.h"
 #include "swisk/ops/kan.h"
@@ -104,9 +107,10 @@ NB_MODULE(_C, m) {
                                     d.buffers));
         return out;
       });
-  // metal-emu's last step: runs one dispatch on the emulator with the buffers Python bound.
+  // metal-emu's last step: runs one dispatch on the emulator with the buffers Python bound, each
+  // (data pointer, bytes) placed between guard sentinels for the run.
   m.def("metal_emu_run", [](const std::string& kernel, std::vector<uint32_t> grid, std::vector<uint32_t> tg,
-                            nb::bytes params, std::vector<uintptr_t> buffers) {
+                            nb::bytes params, std::vector<std::pair<uintptr_t, size_t>> buffers) {
     MetalDispatch d;
     d.kernel = kernel;
     for (int k = 0; k < 3; ++k) {
@@ -115,9 +119,11 @@ NB_MODULE(_C, m) {
     }
     d.params.assign(params.c_str(), params.c_str() + params.size());
     std::vector<void*> ptrs;
-    for (uintptr_t b : buffers) ptrs.push_back(reinterpret_cast<void*>(b));
+    std::vector<emu::GuardedBuffer> guards;
+    for (auto [p, bytes] : buffers) ptrs.push_back(reinterpret_cast<void*>(p));
+    for (size_t i = 0; i < ptrs.size(); ++i) guards.push_back({&ptrs[i], buffers[i].second});
     nb::gil_scoped_release release;
-    metal::run_emulated(d, ptrs);
+    emu::with_guarded_buffers(std::move(guards), [&] { metal::run_emulated(d, ptrs); });
   });
 
   bind::bind_spline(m);

@@ -90,7 +90,9 @@ def _mps_dispatch(kernel: str, grid, threadgroup, params: bytes, buffers: list) 
 
 
 def _emu_dispatch(kernel: str, grid, threadgroup, params: bytes, buffers: list) -> None:
-    _C.metal_emu_run(kernel, list(grid), list(threadgroup), params, [b.data_ptr() for b in buffers])
+    # bound tensors are contiguous: each is guarded over exactly its elements
+    _C.metal_emu_run(kernel, list(grid), list(threadgroup), params,
+                     [(b.data_ptr(), b.numel() * b.element_size()) for b in buffers])
 
 
 def run_metal_dispatches(dispatches: list, tensors: list, backend: str) -> None:

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -30,6 +31,10 @@ class PreparedCall {
   virtual void launch(const std::vector<uintptr_t>& data, void* stream, std::vector<MetalDispatch>* metal) = 0;
 };
 
+// Runs body with each view's data moved into a copy between guard sentinels (emulated backends):
+// an out-of-bounds write raises, naming the buffer.
+void run_guarded(const std::vector<TensorView*>& views, const std::function<void()>& body);
+
 // A contiguous view (no data yet) of the given shape and dtype on like's device.
 TensorView dense_view(const std::vector<int64_t>& shape, DType dtype, const TensorView& like);
 
@@ -47,7 +52,13 @@ class CallOf final : public PreparedCall {
     for (int i = 0; i < n; ++i) (a.*Args::kTensors[i]).data = reinterpret_cast<void*>(data[i]);
     a.launch = Launch{backend, stream, metal};
     if (check_ && check_data) check_(a);
-    kernel_(a);
+    if (backend == Backend::cuda_emu) {  // the emulator: every buffer between guard sentinels
+      std::vector<TensorView*> views;
+      for (int i = 0; i < n; ++i) views.push_back(&(a.*Args::kTensors[i]));
+      run_guarded(views, [&] { kernel_(a); });
+    } else {
+      kernel_(a);
+    }
   }
   const Args& args() const { return args_; }
 

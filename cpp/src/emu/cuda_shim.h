@@ -20,13 +20,7 @@ typedef void* cudaStream_t;
 #define warpSize (int(::swisk::emu::Target::cuda_sm90.warp_size))
 inline void __syncthreads() { ::swisk::emu::barrier(); }
 
-// Shared arrays go through the emulator, which counts them against the 48 KiB limit and poisons
-// them before each block (the dialect is included first so these definitions are the ones used).
 #include "swisk/kernels/dialect.h"
-#undef SWISK_SHARED
-#undef SWISK_SHARED_ALIGNED
-#define SWISK_SHARED(T, name, n) SWISK_EMU_SHARED(T, name, n, alignof(T))
-#define SWISK_SHARED_ALIGNED(T, name, n) SWISK_EMU_SHARED(T, name, n, 32)
 
 // SWISK_LAUNCH(kernel, grid, block, stream, args...) runs the kernel on the emulator.
 #define SWISK_LAUNCH(kernel, grid, block, stream, ...) \

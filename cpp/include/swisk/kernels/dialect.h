@@ -46,11 +46,12 @@ using namespace metal;
 #endif
 
 // Shared (threadgroup) arrays are declared in kernel entry points. The emulator runs one block at a
-// time, so a function-local static is exactly one block's shared memory there.
+// time, so a function-local static is exactly one block's shared memory there; it counts each array
+// against the target's limit and poisons it before every block (emu/emulator.h, via the shims).
 // SWISK_SHARED_ALIGNED adds the 32-byte alignment that matrix-unit loads need.
 #if defined(SWISK_EMULATED)
-#define SWISK_SHARED(T, name, n) static SWISK_TG T name[n]
-#define SWISK_SHARED_ALIGNED(T, name, n) alignas(32) static SWISK_TG T name[n]
+#define SWISK_SHARED(T, name, n) SWISK_EMU_SHARED(SWISK_TG T, name, n, alignof(T))
+#define SWISK_SHARED_ALIGNED(T, name, n) SWISK_EMU_SHARED(SWISK_TG T, name, n, 32)
 #elif defined(__METAL_VERSION__)
 #define SWISK_SHARED(T, name, n) threadgroup T name[n]
 #define SWISK_SHARED_ALIGNED(T, name, n) threadgroup T name[n]
