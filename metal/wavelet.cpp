@@ -7,10 +7,8 @@
 
 namespace swisk::metal {
 
-static const char* const kNames[SWISK_NUM_WAVELETS] = {"mexican_hat", "morlet", "dog", "meyer", "shannon"};
-
 static std::string family(const char* pass, const WaveletParams& p) {
-  return std::string("wavelet_kan_") + pass + "_" + kNames[p.wavelet];
+  return std::string("wavelet_kan_") + pass + "_" + wavelet_name(int(p.wavelet));
 }
 
 static uint32_t tile_groups(uint64_t tiles) { return uint32_t(tiles > (1ull << 30) ? (1ull << 30) : tiles); }

@@ -33,16 +33,16 @@ kernel void wavelet_kan_bwd_k(device const T* x [[buffer(0)]], device const T* s
   template SWISK_HOST_NAME("swisk_wavelet_kan_bwd_" #W "_" #S) kernel void wavelet_kan_bwd_k<K, T>(          \
       device const T*, device const T*, device const T*, device const T*, device const T*, device T*,       \
       device T*, device T*, device T*, constant WaveletParams&, SWISK_METAL_COORD_TYPES);
-#define SWISK_WAV_ALL(T, S)                   \
-  SWISK_WAV_INSTANTIATE(0, mexican_hat, T, S) \
-  SWISK_WAV_INSTANTIATE(1, morlet, T, S)      \
-  SWISK_WAV_INSTANTIATE(2, dog, T, S)         \
-  SWISK_WAV_INSTANTIATE(3, meyer, T, S)       \
-  SWISK_WAV_INSTANTIATE(4, shannon, T, S)
-SWISK_WAV_ALL(float, f32)
-SWISK_WAV_ALL(half, f16)
+// One instantiation per (wavelet of SWISK_WAVELETS, dtype).
+#define SWISK_WAV_F32(K, W) SWISK_WAV_INSTANTIATE(K, W, float, f32)
+#define SWISK_WAV_F16(K, W) SWISK_WAV_INSTANTIATE(K, W, half, f16)
+#define SWISK_WAV_BF16(K, W) SWISK_WAV_INSTANTIATE(K, W, bfloat, bf16)
+SWISK_WAVELETS(SWISK_WAV_F32)
+SWISK_WAVELETS(SWISK_WAV_F16)
 #if !defined(__METAL_VERSION__) || __METAL_VERSION__ >= 310  // bfloat needs MSL 3.1
-SWISK_WAV_ALL(bfloat, bf16)
+SWISK_WAVELETS(SWISK_WAV_BF16)
 #endif
-#undef SWISK_WAV_ALL
+#undef SWISK_WAV_F32
+#undef SWISK_WAV_F16
+#undef SWISK_WAV_BF16
 #undef SWISK_WAV_INSTANTIATE

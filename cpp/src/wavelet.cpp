@@ -6,9 +6,29 @@
 
 namespace swisk {
 
-static const char* const kWaveletNames[SWISK_NUM_WAVELETS] = {"mexican_hat", "morlet", "dog", "meyer", "shannon"};
+#define SK_WAV_NAME(id, name) #name,
+static constexpr const char* kWaveletNames[] = {SWISK_WAVELETS(SK_WAV_NAME)};
+#undef SK_WAV_NAME
 
-const char* wavelet_names() { return "mexican_hat, morlet, dog, meyer, shannon"; }
+static constexpr bool same_name(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+#define SK_WAV_IN_ORDER(id, name) \
+  static_assert(same_name(kWaveletNames[id], #name), "SWISK_WAVELETS: ids must be 0, 1, ... in order");
+SWISK_WAVELETS(SK_WAV_IN_ORDER)
+#undef SK_WAV_IN_ORDER
+
+const char* wavelet_name(int id) { return kWaveletNames[id]; }
+
+const char* wavelet_names() {
+  static const std::string all = [] {
+    std::string s;
+    for (const char* n : kWaveletNames) s += (s.empty() ? "" : ", ") + std::string(n);
+    return s;
+  }();
+  return all.c_str();
+}
 
 int wavelet_id(const char* op, const std::string& name) {
   for (int k = 0; k < SWISK_NUM_WAVELETS; ++k)

@@ -21,32 +21,32 @@ WavVal<A> eval_k(A t) {
 // psi (and psi') of wavelet id k, with the CPU's math in double.
 WavVal<double> psi(int k, double t) {
   switch (k) {
-    case SK_MEXICAN_HAT: return eval_k<SK_MEXICAN_HAT, true, CpuVecMath>(t);
-    case SK_MORLET: return eval_k<SK_MORLET, true, CpuVecMath>(t);
-    case SK_DOG: return eval_k<SK_DOG, true, CpuVecMath>(t);
-    case SK_MEYER: return eval_k<SK_MEYER, true, CpuVecMath>(t);
-    default: return eval_k<SK_SHANNON, true, CpuVecMath>(t);
+    case SK_WAV_mexican_hat: return eval_k<SK_WAV_mexican_hat, true, CpuVecMath>(t);
+    case SK_WAV_morlet: return eval_k<SK_WAV_morlet, true, CpuVecMath>(t);
+    case SK_WAV_dog: return eval_k<SK_WAV_dog, true, CpuVecMath>(t);
+    case SK_WAV_meyer: return eval_k<SK_WAV_meyer, true, CpuVecMath>(t);
+    default: return eval_k<SK_WAV_shannon, true, CpuVecMath>(t);
   }
 }
 
 // The same with the GPUs' math shim, in float.
 WavVal<float> psi_device(int k, float t) {
   switch (k) {
-    case SK_MEXICAN_HAT: return eval_k<SK_MEXICAN_HAT, true, SkDeviceMath>(t);
-    case SK_MORLET: return eval_k<SK_MORLET, true, SkDeviceMath>(t);
-    case SK_DOG: return eval_k<SK_DOG, true, SkDeviceMath>(t);
-    case SK_MEYER: return eval_k<SK_MEYER, true, SkDeviceMath>(t);
-    default: return eval_k<SK_SHANNON, true, SkDeviceMath>(t);
+    case SK_WAV_mexican_hat: return eval_k<SK_WAV_mexican_hat, true, SkDeviceMath>(t);
+    case SK_WAV_morlet: return eval_k<SK_WAV_morlet, true, SkDeviceMath>(t);
+    case SK_WAV_dog: return eval_k<SK_WAV_dog, true, SkDeviceMath>(t);
+    case SK_WAV_meyer: return eval_k<SK_WAV_meyer, true, SkDeviceMath>(t);
+    default: return eval_k<SK_WAV_shannon, true, SkDeviceMath>(t);
   }
 }
 
 // Plain libm formulas of Wav-KAN's wavelets in long double, for comparison.
 double psi_libm(int k, double td) {
   const long double pi = 3.141592653589793238462643383279502884L, t = td, g = std::exp(-0.5L * t * t);
-  if (k == SK_MEXICAN_HAT) return double(2 / (std::sqrt(3.0L) * std::pow(pi, 0.25L)) * (t * t - 1) * g);
-  if (k == SK_MORLET) return double(std::cos(5 * t) * g);
-  if (k == SK_DOG) return double(-t * g);
-  if (k == SK_MEYER) {
+  if (k == SK_WAV_mexican_hat) return double(2 / (std::sqrt(3.0L) * std::pow(pi, 0.25L)) * (t * t - 1) * g);
+  if (k == SK_WAV_morlet) return double(std::cos(5 * t) * g);
+  if (k == SK_WAV_dog) return double(-t * g);
+  if (k == SK_WAV_meyer) {
     const long double v = std::fabs(t), u = 2 * v - 1;
     const long double nu = u * u * u * u * (35 - 84 * u + 70 * u * u - 20 * u * u * u);
     const long double aux = v <= 0.5L ? 1 : (v >= 1 ? 0 : std::cos(pi / 2 * nu));
@@ -58,17 +58,17 @@ double psi_libm(int k, double td) {
 }  // namespace
 
 TEST(Wavelet, KnownAnswers) {
-  EXPECT_NEAR(psi(SK_MEXICAN_HAT, 0).v, -0.8673250705840776, 1e-15);  // Wav-KAN's sign
-  EXPECT_NEAR(psi(SK_MEXICAN_HAT, 1).v, 0.0, 1e-16);
-  EXPECT_NEAR(psi(SK_MORLET, 0).v, 1.0, 1e-16);
-  EXPECT_NEAR(psi(SK_DOG, 1).v, -std::exp(-0.5), 1e-16);
-  EXPECT_NEAR(psi(SK_DOG, 0).d, -1.0, 1e-16);
-  EXPECT_NEAR(psi(SK_MEYER, 0.25).v, std::sqrt(0.5), 1e-15);
-  EXPECT_NEAR(psi(SK_MEYER, 0.75).v, 0.5, 1e-15);  // nu(1/2) = 1/2
-  EXPECT_EQ(psi(SK_MEYER, 1.2).v, 0.0);
-  EXPECT_EQ(psi(SK_MEYER, 0.0).d, 0.0);  // torch's d|t|/dt at 0
-  EXPECT_EQ(psi(SK_SHANNON, 0.0).v, 1.0);
-  EXPECT_EQ(psi(SK_SHANNON, 0.0).d, 0.0);
+  EXPECT_NEAR(psi(SK_WAV_mexican_hat, 0).v, -0.8673250705840776, 1e-15);  // Wav-KAN's sign
+  EXPECT_NEAR(psi(SK_WAV_mexican_hat, 1).v, 0.0, 1e-16);
+  EXPECT_NEAR(psi(SK_WAV_morlet, 0).v, 1.0, 1e-16);
+  EXPECT_NEAR(psi(SK_WAV_dog, 1).v, -std::exp(-0.5), 1e-16);
+  EXPECT_NEAR(psi(SK_WAV_dog, 0).d, -1.0, 1e-16);
+  EXPECT_NEAR(psi(SK_WAV_meyer, 0.25).v, std::sqrt(0.5), 1e-15);
+  EXPECT_NEAR(psi(SK_WAV_meyer, 0.75).v, 0.5, 1e-15);  // nu(1/2) = 1/2
+  EXPECT_EQ(psi(SK_WAV_meyer, 1.2).v, 0.0);
+  EXPECT_EQ(psi(SK_WAV_meyer, 0.0).d, 0.0);  // torch's d|t|/dt at 0
+  EXPECT_EQ(psi(SK_WAV_shannon, 0.0).v, 1.0);
+  EXPECT_EQ(psi(SK_WAV_shannon, 0.0).d, 0.0);
   for (int k = 0; k < SWISK_NUM_WAVELETS; ++k) EXPECT_NEAR(psi_device(k, 0.3f).v, psi_libm(k, 0.3), 2e-7);
 }
 
@@ -208,5 +208,5 @@ TEST(Wavelet, ZeroScale) {
 TEST(Wavelet, UnknownNameListsValidOnes) {
   EXPECT_THROW_MSG(wavelet_id("wavelet_kan", "haar"), Error,
                    "[wavelet_kan] wavelet: unknown wavelet 'haar'; valid: mexican_hat, morlet, dog, meyer, shannon");
-  EXPECT_EQ(wavelet_id("wavelet_kan", "shannon"), SK_SHANNON);
+  EXPECT_EQ(wavelet_id("wavelet_kan", "shannon"), SK_WAV_shannon);
 }

@@ -39,7 +39,7 @@ struct KernelEntry {
 const KernelEntry kKernels[] = {
     SWISK_METAL_BSPLINE_KERNELS,
     SWISK_METAL_KAN_KERNELS,
-    SWISK_METAL_WAVELET_KERNELS,
+    SWISK_METAL_WAVELET_KERNELS  // one entry per (pass, wavelet, dtype), each with its comma
 };
 
 }  // namespace

@@ -17,7 +17,5 @@ void wavelet_kan_bwd_thunk(void* const* b, const void* p) {
   {"swisk_wavelet_kan_" #pass "_" #W "_f32", wavelet_kan_##pass##_thunk<K, float>},                 \
       {"swisk_wavelet_kan_" #pass "_" #W "_f16", wavelet_kan_##pass##_thunk<K, half>},              \
       {"swisk_wavelet_kan_" #pass "_" #W "_bf16", wavelet_kan_##pass##_thunk<K, bfloat>}
-#define SWISK_WAV_EMU_BOTH(K, W) SWISK_WAV_EMU(fwd, K, W), SWISK_WAV_EMU(bwd, K, W)
-#define SWISK_METAL_WAVELET_KERNELS                                                                  \
-  SWISK_WAV_EMU_BOTH(0, mexican_hat), SWISK_WAV_EMU_BOTH(1, morlet), SWISK_WAV_EMU_BOTH(2, dog),      \
-      SWISK_WAV_EMU_BOTH(3, meyer), SWISK_WAV_EMU_BOTH(4, shannon)
+#define SWISK_WAV_EMU_BOTH(K, W) SWISK_WAV_EMU(fwd, K, W), SWISK_WAV_EMU(bwd, K, W),
+#define SWISK_METAL_WAVELET_KERNELS SWISK_WAVELETS(SWISK_WAV_EMU_BOTH)

@@ -5,13 +5,16 @@
 
 #include "swisk/kernels/dialect.h"
 
-// Wavelet ids (the order of the names the frontend accepts).
-#define SK_MEXICAN_HAT 0
-#define SK_MORLET 1
-#define SK_DOG 2
-#define SK_MEYER 3
-#define SK_SHANNON 4
-#define SWISK_NUM_WAVELETS 5
+// The wavelets as (id, name), ids 0, 1, ... in order. Every table is generated from this list: the
+// names the frontend accepts (and Python's), the kernels' dispatch, the Metal instantiations and the
+// emulator's thunks. Adding a wavelet: a line here, its math in wavelet_eval, the reference, tests.
+#define SWISK_WAVELETS(X) X(0, mexican_hat) X(1, morlet) X(2, dog) X(3, meyer) X(4, shannon)
+
+#define SK_WAV_ENUM(id, name) SK_WAV_##name = id,
+enum SkWavelet { SWISK_WAVELETS(SK_WAV_ENUM) };
+#undef SK_WAV_ENUM
+#define SK_WAV_PLUS_ONE(id, name) +1
+#define SWISK_NUM_WAVELETS (0 SWISK_WAVELETS(SK_WAV_PLUS_ONE))
 
 // GPU code is fp32 only: float literals (a double one would make nvcc emit F2F/DMUL); the host keeps
 // full precision for fp64.
@@ -32,7 +35,7 @@ struct WaveletParams {
   sk_u32 rows;     // product of x's leading dimensions
   sk_u32 in;       // features in
   sk_u32 out;      // features out
-  sk_u32 wavelet;  // SK_MEXICAN_HAT ... SK_SHANNON
+  sk_u32 wavelet;  // an id of SWISK_WAVELETS
 };
 
 template <typename A>
@@ -57,21 +60,21 @@ SK_WAV_FN WavVal<A> wavelet_eval(A t) {
   WavVal<A> r;
   r.d = A(0);
   const A t2 = t * t;
-  if (K == SK_MEXICAN_HAT) {
+  if (K == SK_WAV_mexican_hat) {
     const A c = A(SK_WC(0.8673250705840776));  // 2 / (sqrt(3) pi^(1/4))
     const A g = M::gauss(t2);
     r.v = c * (t2 - A(1)) * g;
     if (D) r.d = c * t * (A(3) - t2) * g;
-  } else if (K == SK_MORLET) {
+  } else if (K == SK_WAV_morlet) {
     const A g = M::gauss(t2);
     const A c5 = M::cos(A(5) * t);
     r.v = c5 * g;
     if (D) r.d = (A(-5) * M::sin(A(5) * t) - t * c5) * g;
-  } else if (K == SK_DOG) {
+  } else if (K == SK_WAV_dog) {
     const A g = M::gauss(t2);
     r.v = -t * g;
     if (D) r.d = (t2 - A(1)) * g;
-  } else if (K == SK_MEYER) {
+  } else if (K == SK_WAV_meyer) {
     // sin(pi v) aux(v), v = |t|; aux = cos(pi/2 nu(2v - 1)) on (1/2, 1), 1 below, 0 above
     const A v = sk_abs(t);
     const A u = A(2) * v - A(1);
@@ -89,7 +92,7 @@ SK_WAV_FN WavVal<A> wavelet_eval(A t) {
       const A sgn = t > A(0) ? A(1) : (t < A(0) ? A(-1) : A(0));
       r.d = sgn * (A(SK_WC(3.141592653589793)) * M::cospi(v) * aux + s * daux);
     }
-  } else {
+  } else if (K == SK_WAV_shannon) {
     // sin(t) / t, 1 at 0; the derivative by its series near 0, where (t cos t - sin t) / t^2 cancels
     const A s = M::sin(t);
     const A q = s / t;

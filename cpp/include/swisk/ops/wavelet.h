@@ -36,8 +36,10 @@ struct WaveletKanBackwardArgs {
                                                  &A::grad_weight};
 };
 
-// "mexican_hat, morlet, dog, meyer, shannon" (id order).
+// "mexican_hat, morlet, dog, meyer, shannon" (id order, from SWISK_WAVELETS).
 const char* wavelet_names();
+// The name of a valid wavelet id.
+const char* wavelet_name(int id);
 // The id of a wavelet name; an unknown name raises ValueError listing the valid ones.
 int wavelet_id(const char* op, const std::string& name);
 
@@ -55,13 +57,13 @@ WaveletParams wavelet_params(const TensorView& x, const TensorView& weight, cons
 // Calls f(std::integral_constant<int, K>{}) for the wavelet id K (kernels take it as a template).
 template <class F>
 void dispatch_wavelet(sk_u32 id, F&& f) {
-  switch (id) {
-    case SK_MEXICAN_HAT: f(std::integral_constant<int, SK_MEXICAN_HAT>{}); return;
-    case SK_MORLET: f(std::integral_constant<int, SK_MORLET>{}); return;
-    case SK_DOG: f(std::integral_constant<int, SK_DOG>{}); return;
-    case SK_MEYER: f(std::integral_constant<int, SK_MEYER>{}); return;
-    default: f(std::integral_constant<int, SK_SHANNON>{}); return;
-  }
+#define SK_WAV_CASE(k, name)                \
+  case k:                                   \
+    f(std::integral_constant<int, k>{});    \
+    return;
+  switch (id) { SWISK_WAVELETS(SK_WAV_CASE) }
+#undef SK_WAV_CASE
+  fail(ErrorKind::value, "wavelet_kan", "wavelet", "unknown wavelet id ", id);
 }
 
 }  // namespace swisk
