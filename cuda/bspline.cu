@@ -15,11 +15,9 @@ __global__ void bspline_basis_backward_kernel(BsplineParams p, const T* x, const
   bspline_basis_backward_body<T>(cuda_idx(), p, x, grid, go, gx);
 }
 
-constexpr unsigned kThreads = 256;
-
 static void basis(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  const dim3 grid(grid_stride_blocks(1ull * p.rows * p.in, kThreads)), block(kThreads);
+  const dim3 grid = to_dim3(bspline_basis_grid(p)), block(SWISK_STRIDE_THREADS);
   const DeviceGuard guard("bspline_basis", a.x);
   dispatch_float<false>(a.x.dtype, "bspline_basis", [&](auto tag) {
     using T = decltype(tag);
@@ -30,7 +28,7 @@ static void basis(const BsplineBasisArgs& a) {
 
 static void basis_backward(const BsplineBasisBackwardArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  const dim3 grid(grid_stride_blocks(1ull * p.rows * p.in, kThreads)), block(kThreads);
+  const dim3 grid = to_dim3(bspline_basis_grid(p)), block(SWISK_STRIDE_THREADS);
   const DeviceGuard guard("bspline_basis_backward", a.x);
   dispatch_float<false>(a.x.dtype, "bspline_basis_backward", [&](auto tag) {
     using T = decltype(tag);

@@ -72,7 +72,7 @@ static void backward(const KanLinearBackwardArgs& a) {
     if (!kan_mma_backward_w(a, p))
       SWISK_LAUNCH(kan_backward_w_kernel<T>, to_dim3(kan_backward_w_grid(p)), block, a.launch.stream, p, x, g, gy,
                    a.grad_base_weight.ptr<T>(), ws);
-    SWISK_LAUNCH(kan_backward_scale_kernel<T>, dim3(grid_stride_blocks(1ull * p.out * p.in, 256)), dim3(256),
+    SWISK_LAUNCH(kan_backward_scale_kernel<T>, to_dim3(kan_backward_scale_grid(p)), dim3(SWISK_STRIDE_THREADS),
                  a.launch.stream, p, sw, sc, ws, a.grad_spline_weight.ptr<T>(), a.grad_spline_scaler.ptr<T>());
   });
 }

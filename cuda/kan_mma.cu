@@ -63,8 +63,7 @@ bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, sk_half> || std::is_same_v<T, sk_bfloat> || std::is_same_v<T, float>) {
       T* wp = static_cast<T*>(a.work.data);
-      const unsigned long long packed = kan_mma_packed(p.in, p.out, p.n_basis);
-      SWISK_LAUNCH(kan_mma_pack_kernel<T>, dim3(grid_stride_blocks(packed, 256)), dim3(256), a.launch.stream, p,
+      SWISK_LAUNCH(kan_mma_pack_kernel<T>, to_dim3(kan_mma_pack_grid(p)), dim3(SWISK_STRIDE_THREADS), a.launch.stream, p,
                    a.base_weight.ptr<const T>(), a.spline_weight.ptr<const T>(), a.spline_scaler.ptr<const T>(), wp);
       SWISK_LAUNCH(kan_mma_forward_kernel<T>, to_dim3(kan_mma_forward_grid(p)), dim3(SWISK_KAN_MMA_THREADS), a.launch.stream, p,
                    a.x.ptr<const T>(), a.grid.ptr<const T>(), wp, a.out.ptr<T>());

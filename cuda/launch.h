@@ -78,6 +78,5 @@ class DeviceGuard {
 inline dim3 to_dim3(SkGrid g) { return dim3(g.x, g.y); }
 
 using ::swisk::gpu_float_only;
-using ::swisk::grid_stride_blocks;
 
 }  // namespace swisk::SWISK_CUDA_NS

@@ -36,11 +36,6 @@ __global__ void SWISK_WAV_BWD_BOUNDS wavelet_kan_bwd_kernel(WaveletParams p, con
   wavelet_kan_bwd_body<K, T>(cuda_idx(), p, x, s, t, w, g, dx, ds, dt, dw, s0, s1, s2, s3);
 }
 
-// One block per tile (the bodies stride over tiles past the cap).
-static unsigned tile_blocks(unsigned long long tiles) {
-  return unsigned(tiles == 0 ? 1 : (tiles > (1ull << 30) ? (1ull << 30) : tiles));
-}
-
 static void forward(const WaveletKanArgs& a) {
   const WaveletParams p = wavelet_params(a.x, a.weight, a.wavelet);
   if (wav_fwd_tiles(p) == 0) return;
@@ -49,7 +44,7 @@ static void forward(const WaveletKanArgs& a) {
     using T = decltype(tag);
     dispatch_wavelet(p.wavelet, [&](auto k) {
       auto* wavelet_kan_fwd = &wavelet_kan_fwd_kernel<decltype(k)::value, T>;  // a comma-free macro argument
-      SWISK_LAUNCH(wavelet_kan_fwd, dim3(tile_blocks(wav_fwd_tiles(p))), dim3(SWISK_WAV_THREADS), a.launch.stream, p,
+      SWISK_LAUNCH(wavelet_kan_fwd, to_dim3(wav_fwd_grid(p)), dim3(SWISK_WAV_THREADS), a.launch.stream, p,
                    a.x.ptr<const T>(), a.scale.ptr<const T>(), a.translation.ptr<const T>(),
                    a.weight.ptr<const T>(), a.out.ptr<T>());
     });
@@ -64,7 +59,7 @@ static void backward(const WaveletKanBackwardArgs& a) {
     using T = decltype(tag);
     dispatch_wavelet(p.wavelet, [&](auto k) {
       auto* wavelet_kan_bwd = &wavelet_kan_bwd_kernel<decltype(k)::value, T>;
-      SWISK_LAUNCH(wavelet_kan_bwd, dim3(tile_blocks(wav_bwd_tiles(p))), dim3(SWISK_WAV_THREADS), a.launch.stream, p,
+      SWISK_LAUNCH(wavelet_kan_bwd, to_dim3(wav_bwd_grid(p)), dim3(SWISK_WAV_THREADS), a.launch.stream, p,
                    a.x.ptr<const T>(), a.scale.ptr<const T>(), a.translation.ptr<const T>(),
                    a.weight.ptr<const T>(), a.grad_out.ptr<const T>(), a.grad_x.ptr<T>(), a.grad_scale.ptr<T>(),
                    a.grad_translation.ptr<T>(), a.grad_weight.ptr<T>());

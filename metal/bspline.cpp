@@ -4,18 +4,15 @@
 
 namespace swisk::metal {
 
-constexpr uint32_t kThreads = 256;
-
 static void basis(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  const uint32_t groups = grid_stride_blocks(1ull * p.rows * p.in, kThreads);
-  submit(a.launch, make_plan(a, "bspline_basis", p, groups, kThreads, {&a.x, &a.grid, &a.out}));
+  submit(a.launch, make_plan(a, "bspline_basis", p, bspline_basis_grid(p), SWISK_STRIDE_THREADS, 1,
+                             {&a.x, &a.grid, &a.out}));
 }
 
 static void basis_backward(const BsplineBasisBackwardArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  const uint32_t groups = grid_stride_blocks(1ull * p.rows * p.in, kThreads);
-  submit(a.launch, make_plan(a, "bspline_basis_backward", p, groups, kThreads,
+  submit(a.launch, make_plan(a, "bspline_basis_backward", p, bspline_basis_grid(p), SWISK_STRIDE_THREADS, 1,
                              {&a.x, &a.grid, &a.grad_out, &a.grad_x}));
 }
 

@@ -11,19 +11,17 @@ static std::string family(const char* pass, const WaveletParams& p) {
   return std::string("wavelet_kan_") + pass + "_" + wavelet_name(int(p.wavelet));
 }
 
-static uint32_t tile_groups(uint64_t tiles) { return uint32_t(tiles > (1ull << 30) ? (1ull << 30) : tiles); }
-
 static void forward(const WaveletKanArgs& a) {
   const WaveletParams p = wavelet_params(a.x, a.weight, a.wavelet);
   if (wav_fwd_tiles(p) == 0) return;
-  submit(a.launch, make_plan(a, family("fwd", p).c_str(), p, tile_groups(wav_fwd_tiles(p)), SWISK_WAV_THREADS,
+  submit(a.launch, make_plan(a, family("fwd", p).c_str(), p, wav_fwd_grid(p), SWISK_WAV_THREADS, 1,
                              {&a.x, &a.scale, &a.translation, &a.weight, &a.out}));
 }
 
 static void backward(const WaveletKanBackwardArgs& a) {
   const WaveletParams p = wavelet_params(a.x, a.weight, a.wavelet);
   if (wav_bwd_tiles(p) == 0) return;
-  submit(a.launch, make_plan(a, family("bwd", p).c_str(), p, tile_groups(wav_bwd_tiles(p)), SWISK_WAV_THREADS,
+  submit(a.launch, make_plan(a, family("bwd", p).c_str(), p, wav_bwd_grid(p), SWISK_WAV_THREADS, 1,
                              {&a.x, &a.scale, &a.translation, &a.weight, &a.grad_out, &a.grad_x, &a.grad_scale,
                               &a.grad_translation, &a.grad_weight}));
 }

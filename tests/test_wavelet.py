@@ -233,3 +233,13 @@ def test_cuda_zero_scale_and_devices():
     torch.cuda.synchronize()
     assert not torch.isfinite(y[:, 0]).all() and torch.isfinite(y[:, 1]).all()
     bad(ValueError, r"\[wavelet_kan\] scale: is on cpu:0 but x is on cuda:0", x, s.cpu(), t, w, "dog")
+
+
+def test_one_list_of_wavelets():
+    """The core's names (generated from the kernel header's list) are the reference's, in id order,
+    and every one has its Metal kernels in the shipped source."""
+    from importlib import resources
+
+    assert swisk._C.wavelet_names().split(", ") == list(reference.WAVELETS)
+    src = resources.files("swisk").joinpath("swisk_kernels.metal").read_text()
+    assert "SWISK_WAVELETS(SWISK_WAV_F32)" in src and "#define SWISK_WAVELETS(X)" in src

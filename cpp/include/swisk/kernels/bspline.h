@@ -17,6 +17,10 @@ struct BsplineParams {
 };
 
 // The order+1 bases that can be non-zero at x: v[r] is B_{span - MAX + r}, r in [MAX - order, MAX].
+// Launch geometry of both basis kernels: SWISK_STRIDE_THREADS threads per block, grid-stride over
+// every (row, feature).
+SWISK_HD SkGrid bspline_basis_grid(BsplineParams p) { return sk_stride_grid(sk_u64(p.rows) * p.in); }
+
 template <typename A>
 struct BsplineLocal {
   A v[SWISK_MAX_SPLINE_ORDER + 1];

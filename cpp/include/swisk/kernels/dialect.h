@@ -107,6 +107,12 @@ SWISK_HD SkGrid sk_tile_grid(sk_u64 x_tiles, sk_u64 y_tiles) {
   return g;
 }
 SWISK_HD sk_u64 sk_tiles(sk_u64 n, sk_u32 tile) { return (n + tile - 1) / tile; }
+// A 1-D grid-stride launch over n items, `threads` per block: at most 4096 blocks (the bodies loop).
+#define SWISK_STRIDE_THREADS 256
+SWISK_HD SkGrid sk_stride_grid(sk_u64 n) {
+  const sk_u64 blocks = sk_tiles(n, SWISK_STRIDE_THREADS);
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
+}
 
 // ---- 16-bit floats on the host (CPU backend, emulator) ------------------------------------------
 #if defined(SWISK_DIALECT_CPP) || defined(SWISK_METAL_EMU)

@@ -27,6 +27,9 @@ SWISK_HD SkGrid kan_forward_grid(KanParams p) {  // (row tiles, out tiles)
 SWISK_HD SkGrid kan_backward_x_grid(KanParams p) {  // (feature tiles, row tiles)
   return sk_tile_grid(sk_tiles(p.in, SWISK_KAN_TILE), sk_tiles(p.rows, SWISK_KAN_TILE));
 }
+SWISK_HD SkGrid kan_backward_scale_grid(KanParams p) {  // grid-stride over (out, in)
+  return sk_stride_grid(sk_u64(p.out) * p.in);
+}
 SWISK_HD SkGrid kan_backward_w_grid(KanParams p) {  // (column tiles over in·(n_basis+1), out tiles)
   return sk_tile_grid(sk_tiles(sk_u64(p.in) * (p.n_basis + 1), SWISK_KAN_TILE), sk_tiles(p.out, SWISK_KAN_TILE));
 }

@@ -23,6 +23,9 @@ SWISK_HD sk_u64 kan_mma_packed(sk_u32 in, sk_u32 out, sk_u32 n_basis) { return s
 
 // Grids (capped; the bodies loop over every tile): forward (row tiles, out tiles), weight gradient
 // (column tiles, out tiles).
+SWISK_HD SkGrid kan_mma_pack_grid(KanParams p) {  // grid-stride over the packed (out, cpad) weights
+  return sk_stride_grid(sk_u64(p.out) * kan_mma_cpad(p.in, p.n_basis));
+}
 SWISK_HD SkGrid kan_mma_forward_grid(KanParams p) {
   return sk_tile_grid(sk_tiles(p.rows, SWISK_KAN_MMA_BM), sk_tiles(p.out, SWISK_KAN_MMA_BN));
 }

@@ -135,6 +135,9 @@ SK_WAV_HD sk_u64 wav_fwd_tiles(SWISK_CONST WaveletParams& p) { return sk_u64(wav
 SK_WAV_HD sk_u64 wav_bwd_tiles(SWISK_CONST WaveletParams& p) {
   return (sk_u64(wav_tiles(p.out)) + wav_tiles(p.rows)) * wav_tiles(p.in);
 }
+// Launch geometry: one block of SWISK_WAV_THREADS per tile (the bodies stride over tiles past the cap).
+SK_WAV_HD SkGrid wav_fwd_grid(SWISK_CONST WaveletParams& p) { return sk_tile_grid(wav_fwd_tiles(p), 1); }
+SK_WAV_HD SkGrid wav_bwd_grid(SWISK_CONST WaveletParams& p) { return sk_tile_grid(wav_bwd_tiles(p), 1); }
 
 #if defined(SWISK_BARRIER)  // the bodies below need shared memory and barriers (not the CPU backend)
 
