@@ -60,11 +60,6 @@ void set_device(const char* op, int device) {
   if (const cudaError_t err = cudaSetDevice(device); err != cudaSuccess) fail_cuda(op, "cudaSetDevice", err);
 }
 
-void zero_fill(const char* op, const TensorView& t, void* stream) {
-  if (t.numel() == 0) return;
-  const cudaError_t err = cudaMemsetAsync(t.data, 0, size_t(t.numel()) * dtype_size(t.dtype), static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) fail_cuda(op, "cudaMemsetAsync", err);
-}
 
 }  // namespace cuda_backend
 

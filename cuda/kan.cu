@@ -42,8 +42,7 @@ bool kan_mma_backward_w(const KanLinearBackwardArgs& a, const KanParams& p);
 static void forward(const KanLinearArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   const DeviceGuard guard("kan_linear", a.x);
-  if (p.in == 0) return zero_fill("kan_linear", a.out, a.launch.stream);  // empty sums (p.rows is 0 here too)
-  if (p.rows == 0 || p.out == 0) return;
+  if (p.in == 0 || p.rows == 0 || p.out == 0) return;  // the caller zero-fills what the prepared call marks
   if (kan_mma_forward(a, p)) return;
   const dim3 grid = to_dim3(kan_forward_grid(p)), block(kTile, kTile);
   dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
@@ -58,7 +57,7 @@ static void backward(const KanLinearBackwardArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   if (p.in == 0) return;  // every gradient is empty
   const DeviceGuard guard("kan_linear_backward", a.x);
-  if (p.out == 0) return zero_fill("kan_linear_backward", a.grad_x, a.launch.stream);  // dx = 0, the rest is empty
+  if (p.out == 0) return;  // dx = 0: zero-filled by the caller (the prepared call marks it)
   dispatch_float<false>(a.x.dtype, "kan_linear_backward", [&](auto tag) {
     using T = decltype(tag);
     const T *x = a.x.ptr<const T>(), *g = a.grid.ptr<const T>(), *gy = a.grad_out.ptr<const T>();

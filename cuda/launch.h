@@ -23,8 +23,6 @@ void check_launch(const char* what);
 void check_usable(const char* op);
 int current_device(const char* op);
 void set_device(const char* op, int device);
-// Zeroes a contiguous tensor with cudaMemsetAsync on the stream.
-void zero_fill(const char* op, const TensorView& t, void* stream);
 }  // namespace swisk::cuda_backend
 #else
 #define SWISK_CUDA_NS cuda_emu
@@ -39,9 +37,6 @@ namespace swisk::cuda_emu {
 inline void check_usable(const char*) {}
 inline int current_device(const char*) { return emu_cuda_device().current; }
 inline void set_device(const char*, int device) { emu_cuda_device().current = device; }
-inline void zero_fill(const char*, const TensorView& t, void*) {
-  if (t.numel() > 0) std::memset(t.data, 0, size_t(t.numel()) * dtype_size(t.dtype));
-}
 }  // namespace swisk::cuda_emu
 #endif
 

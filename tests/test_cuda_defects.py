@@ -38,10 +38,14 @@ def _kan_inputs(rows, n_in, n_out, grid_size=5, order=3, dtype=torch.float32):
     return x, grid, bw, sw, sc
 
 
+HOSTS = ["cpu", "cuda-emu", "metal-emu"]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_kan_backward_with_no_outputs_gives_zero_grad_x(poisoned_outputs, dtype):
+@pytest.mark.parametrize("backend", HOSTS)
+def test_kan_backward_with_no_outputs_gives_zero_grad_x(poisoned_outputs, dtype, backend):
     x, grid, bw, sw, sc = _kan_inputs(6, 4, 0, dtype=dtype)
-    with testing.backend("cuda-emu"):
+    with testing.backend(backend):
         y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
         assert y.shape == (6, 0)
         (gx,) = torch.autograd.grad(y, x, torch.ones_like(y))
@@ -49,11 +53,28 @@ def test_kan_backward_with_no_outputs_gives_zero_grad_x(poisoned_outputs, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
-def test_kan_forward_with_no_inputs_gives_zeros(poisoned_outputs, dtype):
+@pytest.mark.parametrize("backend", HOSTS)
+def test_kan_forward_with_no_inputs_gives_zeros(poisoned_outputs, dtype, backend):
     x, grid, bw, sw, sc = _kan_inputs(6, 0, 3, dtype=dtype)
-    with testing.backend("cuda-emu"):
+    with testing.backend(backend):
         y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        gbw, gsw = torch.autograd.grad(y, [bw, sw], torch.ones_like(y))
     assert torch.equal(y, torch.zeros(6, 3, dtype=dtype))
+    assert gbw.shape == (3, 0) and gsw.shape == (3, 0, 8)
+
+
+@pytest.mark.parametrize("backend", HOSTS)
+def test_empty_sums_are_zero(poisoned_outputs, backend):
+    """No rows: parameter gradients are zero; no features: the wavelet layer's output is zero."""
+    x, grid, bw, sw, sc = _kan_inputs(0, 4, 3)
+    s, t, w = torch.rand(3, 4) + 0.5, torch.randn(3, 4), torch.randn(3, 4)
+    with testing.backend(backend):
+        y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        grads = torch.autograd.grad(y, [bw, sw, sc], torch.ones_like(y))
+        assert all(torch.equal(g, torch.zeros_like(g)) for g in grads)
+        xw = torch.randn(5, 0)
+        yw = swisk.ops.wavelet_kan(xw, s[:, :0], t[:, :0], w[:, :0], "dog")
+        assert torch.equal(yw, torch.zeros(5, 3))
 
 
 def test_build_info_reports_cuda_runtime_facts():
