@@ -34,6 +34,17 @@ __global__ void kan_backward_scale_kernel(KanParams p, const T* sw, const T* sc,
   kan_backward_scale_body<T>(cuda_idx(), p, sw, sc, ws, gsw, gsc);
 }
 
+template <typename T>
+__global__ void kan_nonfinite_scan_kernel(KanParams p, const T* sw, const T* sc, sk_i32* jr, sk_i32* bad) {
+  kan_nonfinite_scan_body<T>(cuda_idx(), p, sw, sc, jr, bad);
+}
+
+template <typename T>
+__global__ void kan_nonfinite_fix_kernel(KanParams p, const T* x, const T* grid, const sk_i32* jr, const sk_i32* bad,
+                                         T* y) {
+  kan_nonfinite_fix_body<T>(cuda_idx(), p, x, grid, jr, bad, y);
+}
+
 // cuda/kan_mma.cu: the tensor-core forward (fp16/bf16, fp32 as tf32) and weight gradient (fp16/bf16);
 // false when they do not apply.
 bool kan_mma_forward(const KanLinearArgs& a, const KanParams& p);
@@ -43,13 +54,21 @@ static void forward(const KanLinearArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   const DeviceGuard guard("kan_linear", a.x);
   if (p.in == 0 || p.rows == 0 || p.out == 0) return;  // the caller zero-fills what the prepared call marks
-  if (kan_mma_forward(a, p)) return;
-  const dim3 grid = to_dim3(kan_forward_grid(p)), block(kTile, kTile);
+  const bool mma = kan_mma_forward(a, p);
+  sk_i32* jr = kan_nonfinite_scratch(a, p);
+  sk_i32* bad = jr + 2 * sk_u64(p.out) * p.in;
   dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
-    SWISK_LAUNCH(kan_forward_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(), a.grid.ptr<const T>(),
-                 a.base_weight.ptr<const T>(), a.spline_weight.ptr<const T>(), a.spline_scaler.ptr<const T>(),
-                 a.out.ptr<T>());
+    const T *x = a.x.ptr<const T>(), *g = a.grid.ptr<const T>(), *sw = a.spline_weight.ptr<const T>();
+    const T* sc = a.spline_scaler.ptr<const T>();
+    if (!mma)
+      SWISK_LAUNCH(kan_forward_kernel<T>, to_dim3(kan_forward_grid(p)), dim3(kTile, kTile), a.launch.stream, p, x, g,
+                   a.base_weight.ptr<const T>(), sw, sc, a.out.ptr<T>());
+    // the formulation's 0·inf outside each row's bases: a scan of the weights, then an early-out fix
+    SWISK_LAUNCH(kan_nonfinite_scan_kernel<T>, to_dim3(kan_nonfinite_scan_grid(p)), dim3(SWISK_STRIDE_THREADS),
+                 a.launch.stream, p, sw, sc, jr, bad);
+    SWISK_LAUNCH(kan_nonfinite_fix_kernel<T>, to_dim3(kan_nonfinite_fix_grid(p)), dim3(SWISK_STRIDE_THREADS),
+                 a.launch.stream, p, x, g, jr, bad, a.out.ptr<T>());
   });
 }
 

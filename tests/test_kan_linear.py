@@ -318,3 +318,25 @@ def test_compile_dynamic_shapes(rng):
     for batch in (5, 9):
         args = make(rng, batch, 4, 3, 5, 3, torch.float32)
         torch.testing.assert_close(f(*args), ref(*args, 3).square().sum(-1).float(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_nonfinite_weights_propagate_as_in_the_formulation(backend, rng, bad):
+    """The formulation multiplies every basis, zero or not, by every weight: one non-finite spline
+    weight makes y NaN (0·inf) in every row whose bases do not reach it, and NaN or inf where they do,
+    exactly as the reference; a non-finite scaler likewise. Rows of other outputs stay finite."""
+    dtype = torch.float64 if backend == "cpu" else torch.float32
+    x, grid, bw, sw, sc = make(rng, 40, 3, 4, 5, 3, dtype)
+    x[:3] = grid[:, 0] - 1  # rows outside the grid: every basis zero
+    sw[1, 2, 0] = bad  # the first basis of feature 2: reached by a few rows only
+    want = ref(x, grid, bw, sw, sc, 3)
+    got = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3).double()
+    assert torch.equal(got.isnan(), want.isnan()), f"NaN pattern differs (seed {rng.initial_seed()})"
+    assert torch.equal(got.isinf(), want.isinf()) and torch.equal(got.sign()[want.isinf()], want.sign()[want.isinf()])
+    assert want[:3, 1].isnan().all() and not want[:, 1].isfinite().any() and want[:, [0, 2, 3]].isfinite().all()
+    fin = want.isfinite()
+    assert rel_err(got[fin].reshape(-1), want[fin].reshape(-1)) <= REL[dtype]
+    sc2 = sc.clone()
+    sc2[2, 0] = bad
+    want2, got2 = ref(x, grid, bw, sw, sc2, 3), swisk.ops.kan_linear(x, grid, bw, sw, sc2, 3).double()
+    assert torch.equal(got2.isnan(), want2.isnan()) and torch.equal(got2.isinf(), want2.isinf())

@@ -59,15 +59,31 @@ static std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorVi
 
 int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, DType d, Backend b, bool backward,
                              bool tf32) {
-  // CPU: knot-difference reciprocals (in, order, n_knots), the repacked weights (in, nb + 1, out) and,
-  // in backward, their gradient after a 128-element gap (no 4K aliasing between the two).
+  const int64_t base = kan_linear_scratch_base(in, out, nb, order, d, b, backward, tf32);
+  if (backward) return base;
+  KanParams p{};
+  p.in = sk_u32(in), p.out = sk_u32(out);
+  const int64_t bytes = int64_t(kan_nonfinite_words(p)) * 4, elem = d == DType::f64 ? 8 : 4;
+  return base + (bytes + elem - 1) / elem;  // then the non-finite weight scan's words
+}
+
+int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t nb, int order, DType d, Backend b, bool backward,
+                                bool tf32) {
+  // CPU: knot-difference reciprocals (in, order, n_knots), the repacked weights (in, nb + 1, out) with a
+  // zero row (out) and, in backward, their gradient after a 128-element gap (no 4K aliasing).
   // GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward; the CUDA tensor-core
   // forward (fp16/bf16, fp32 as tf32): the packed weights (out, cpad), counted in fp32 elements.
-  if (b == Backend::cpu) return in * order * (nb + 1 + order) + in * (nb + 1) * out * (backward ? 2 : 1) + 128;
+  if (b == Backend::cpu) return in * order * (nb + 1 + order) + (in * (nb + 1) + 1) * out * (backward ? 2 : 1) + 128;
   if (backward) return out * in * nb;
   if ((b != Backend::cuda && b != Backend::cuda_emu) || !kan_mma_applies(d, tf32)) return 0;
   const int64_t packed = int64_t(kan_mma_packed(sk_u32(in), sk_u32(out), sk_u32(nb)));
   return d == DType::f32 ? packed : (packed + 1) / 2;
+}
+
+sk_i32* kan_nonfinite_scratch(const KanLinearArgs& a, const KanParams& p) {
+  const int64_t base = kan_linear_scratch_base(p.in, p.out, p.n_basis, a.order, a.x.dtype, a.launch.backend, false,
+                                               a.tf32);
+  return reinterpret_cast<sk_i32*>(static_cast<char*>(a.work.data) + base * (a.x.dtype == DType::f64 ? 8 : 4));
 }
 
 KanParams kan_params(const TensorView& x, const TensorView& grid, const TensorView& bw, const TensorView& sw,

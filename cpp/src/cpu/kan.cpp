@@ -6,6 +6,7 @@
 #include "swisk/ops/kan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "dtype_dispatch.h"
@@ -30,17 +31,21 @@ struct Ctx {
   KanParams p;
   const T *x, *grid, *bw, *sw, *sc;
   A* inv;  // (in, order, n_knots): 1 / (g[j+k] - g[j])
-  A* wt;   // (in, nb + 1, out): wt[i, 0, o] = bw[o, i]; wt[i, 1 + j, o] = sw[o, i, j] * sc[o, i]
+  A* wt;   // (in, nb + 1, out): wt[i, 0, o] = bw[o, i]; wt[i, 1 + j, o] = sw[o, i, j] * sc[o, i]; then a
+           // row of zeros, read for the bases outside [0, nb) (a clamped row would give 0·inf = NaN)
   int64_t nq() const { return int64_t(p.n_basis) + 1; }
+  const A* zero_row() const { return wt + int64_t(p.in) * nq() * p.out; }
   int64_t inv_size() const { return int64_t(p.in) * p.order * p.n_knots; }
 };
 
-// Fills inv and wt, in parallel over features.
+// Fills inv and wt, in parallel over features; true when a scaled spline weight is inf or NaN.
 template <typename T, typename A>
-void prepare(const Ctx<T, A>& c) {
+bool prepare(const Ctx<T, A>& c) {
   const KanParams& p = c.p;
   const int64_t nk = p.n_knots;
+  std::atomic<bool> nonfinite{false};
   parallel_for(p.in, 8, [&](int64_t lo, int64_t hi) {
+    bool bad = false;
     for (int64_t i = lo; i < hi; ++i) {
       const T* g = c.grid + i * nk;
       for (int64_t k = 1; k <= p.order; ++k)
@@ -50,10 +55,17 @@ void prepare(const Ctx<T, A>& c) {
         A* w = c.wt + i * c.nq() * p.out + o;
         w[0] = p.has_base ? A(c.bw[oi]) : A(0);
         const A s = p.has_scaler ? A(c.sc[oi]) : A(1);
-        for (int64_t j = 0; j < p.n_basis; ++j) w[(1 + j) * p.out] = A(c.sw[oi * p.n_basis + j]) * s;
+        for (int64_t j = 0; j < p.n_basis; ++j) {
+          const A v = A(c.sw[oi * p.n_basis + j]) * s;
+          w[(1 + j) * p.out] = v;
+          bad |= !(v - v == A(0));
+        }
       }
     }
+    if (bad) nonfinite.store(true, std::memory_order_relaxed);
   });
+  std::fill(c.wt + int64_t(p.in) * c.nq() * p.out, c.wt + (int64_t(p.in) * c.nq() + 1) * p.out, A(0));
+  return nonfinite.load();
 }
 
 // Coefficients (and derivatives) of the K+2 rows of wt that x[n, i] touches: slot 0 is silu's.
@@ -72,9 +84,9 @@ Local<K, A> local(const Ctx<T, A>& c, A xv, int64_t i) {
   l.c[0] = p.has_base ? kan_silu(xv) : A(0);
   l.d[0] = p.has_base ? kan_silu_grad(xv) : A(0);
   l.row[0] = 0;
-  for (int q = 0; q <= K; ++q) {  // bases outside [0, nb) are zero: point them at any valid row
+  for (int q = 0; q <= K; ++q) {  // bases outside [0, nb) are zero: -1, read as the zero row
     const int64_t j = int64_t(span) - K + q;
-    l.row[1 + q] = j >= 0 && j < int64_t(p.n_basis) ? 1 + j : 1;
+    l.row[1 + q] = j >= 0 && j < int64_t(p.n_basis) ? 1 + j : -1;
   }
   return l;
 }
@@ -112,7 +124,7 @@ void forward_rows(const Ctx<T, A>& c, T* y, int64_t n_lo, int64_t n_hi) {
       for (int64_t r = 0; r < nr; ++r) l[r] = local<K>(c, A(c.x[(n_lo + r) * p.in + i]), i);
       for (int64_t r = 0; r < nr; ++r) {
         const A* w[K + 2];
-        for (int q = 0; q < K + 2; ++q) w[q] = wi + l[r].row[q] * p.out;
+        for (int q = 0; q < K + 2; ++q) w[q] = l[r].row[q] < 0 ? c.zero_row() + o0 : wi + l[r].row[q] * p.out;
         axpy_rows<K, A>(acc[r], w, l[r].c, on);
       }
     }
@@ -166,9 +178,10 @@ void backward_features(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t i
           const int64_t base = (f0 + f) * c.nq();
           const A* w[K + 2];
           A* gw[K + 2];
-          for (int q = 0; q < K + 2; ++q) {
-            w[q] = c.wt + (base + l[r][f].row[q]) * p.out;
-            gw[q] = gwt + (base + l[r][f].row[q]) * p.out;
+          for (int q = 0; q < K + 2; ++q) {  // an absent basis: zero weights; its gradient (c = 0) into row 1
+            const int64_t row = l[r][f].row[q];
+            w[q] = row < 0 ? c.zero_row() : c.wt + (base + row) * p.out;
+            gw[q] = gwt + (base + (row < 0 ? 1 : row)) * p.out;
           }
           gx[(n0 + r) * p.in + f0 + f] =
               T(backward_one<K, T, A>(w, gw, l[r][f].c, l[r][f].d, gy + (n0 + r) * p.out, p.out));
@@ -252,13 +265,19 @@ void forward(const KanLinearArgs& a) {
   dispatch_float<true>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
     const auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work);
-    prepare(c);
+    const bool nonfinite = prepare(c);
     T* y = a.out.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
       parallel_for(p.rows, row_grain(p.rows), [&](int64_t lo, int64_t hi) {
         for (int64_t n = lo; n < hi; n += kRows) forward_rows_any<k()>(c, y, n, std::min(hi, n + kRows));
       });
     });
+    if (nonfinite) {  // rare: the formulation's 0·inf outside each row's bases (kernels/kan.h)
+      sk_i32* jr = kan_nonfinite_scratch(a, p);
+      const SkIdx one{0, 0, 0, 0, 1, 1, 1, 1};
+      kan_nonfinite_scan_body<T>(one, p, c.sw, c.sc, jr, jr + 2 * int64_t(p.out) * p.in);
+      kan_nonfinite_fix_body<T>(one, p, c.x, c.grid, jr, jr + 2 * int64_t(p.out) * p.in, y);
+    }
   });
 }
 
@@ -269,7 +288,7 @@ void backward(const KanLinearBackwardArgs& a) {
     using A = typename sk_acc<T>::type;
     const auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work);
     prepare(c);
-    A* gwt = c.wt + int64_t(p.in) * c.nq() * p.out + 128;  // see kan_linear_workspace
+    A* gwt = c.wt + (int64_t(p.in) * c.nq() + 1) * p.out + 128;  // see kan_linear_workspace
     std::fill(gwt, gwt + int64_t(p.in) * c.nq() * p.out, A(0));
     const T* gy = a.grad_out.ptr<const T>();
     T* gx = a.grad_x.ptr<T>();

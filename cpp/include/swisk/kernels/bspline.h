@@ -16,11 +16,11 @@ struct BsplineParams {
   sk_u32 n_basis;  // n_knots - 1 - order
 };
 
-// The order+1 bases that can be non-zero at x: v[r] is B_{span - MAX + r}, r in [MAX - order, MAX].
 // Launch geometry of both basis kernels: SWISK_STRIDE_THREADS threads per block, grid-stride over
 // every (row, feature).
 SWISK_HD SkGrid bspline_basis_grid(BsplineParams p) { return sk_stride_grid(sk_u64(p.rows) * p.in); }
 
+// The order+1 bases that can be non-zero at x: v[r] is B_{span - MAX + r}, r in [MAX - order, MAX].
 template <typename A>
 struct BsplineLocal {
   A v[SWISK_MAX_SPLINE_ORDER + 1];

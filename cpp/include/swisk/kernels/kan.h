@@ -262,3 +262,72 @@ SWISK_FN void kan_backward_scale_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
 }
 
 #endif  // SWISK_BARRIER
+
+// ---- non-finite spline weights ---------------------------------------------------------------
+// The formulation multiplies every basis, zero or not, by every scaled weight: a non-finite
+// sw[o,i,j]·sc[o,i] outside the bases the kernels visit for x[n,i] (j in [span-k, span]) makes
+// y[n,o] NaN (0·inf). The scan finds, per (o, i), the first and last such j (nb, -1 when none) and
+// per o whether any; the fix then marks those outputs, in every row, as the formulation does.
+// Scratch: jr (out·in·2) then bad (out), 32-bit words.
+SWISK_HD sk_u64 kan_nonfinite_words(KanParams p) { return sk_u64(p.out) * p.in * 2 + p.out; }
+SWISK_HD SkGrid kan_nonfinite_scan_grid(KanParams p) { return sk_stride_grid(p.out); }
+SWISK_HD SkGrid kan_nonfinite_fix_grid(KanParams p) { return sk_stride_grid(sk_u64(p.rows) * p.out); }
+
+template <typename T>
+SWISK_FN void kan_nonfinite_scan_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* sw,
+                                      SWISK_GLOBAL const T* sc, SWISK_GLOBAL sk_i32* jr, SWISK_GLOBAL sk_i32* bad) {
+  typedef typename sk_acc<T>::type A;
+  const sk_u32 nb = p.n_basis;
+  for (sk_u64 o = sk_u64(id.bx) * id.bdx + id.tx; o < p.out; o += sk_u64(id.bdx) * id.gdx) {
+    sk_i32 any = 0;
+    for (sk_u32 i = 0; i < p.in; ++i) {
+      const sk_u64 oi = o * p.in + i;
+      const A s = p.has_scaler ? A(sc[oi]) : A(1);
+      sk_i32 lo = sk_i32(nb), hi = -1;
+      for (sk_u32 j = 0; j < nb; ++j) {
+        const A w = A(sw[oi * nb + j]) * s;
+        if (sk_isnan(w) || sk_isinf(w)) {
+          lo = lo < sk_i32(j) ? lo : sk_i32(j);
+          hi = sk_i32(j);
+        }
+      }
+      jr[2 * oi] = lo;
+      jr[2 * oi + 1] = hi;
+      any |= hi >= 0 ? 1 : 0;
+    }
+    bad[o] = any;
+  }
+}
+
+// Grid-stride over (row, output); nothing to do where bad[o] is 0 (the usual case: one load).
+template <typename T>
+SWISK_FN void kan_nonfinite_fix_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* x,
+                                     SWISK_GLOBAL const T* grid, SWISK_GLOBAL const sk_i32* jr,
+                                     SWISK_GLOBAL const sk_i32* bad, SWISK_GLOBAL T* y) {
+  typedef typename sk_acc<T>::type A;
+  const sk_u64 total = sk_u64(p.rows) * p.out;
+  const sk_i32 k = sk_i32(p.order), nk = sk_i32(p.n_knots);
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < total; e += sk_u64(id.bdx) * id.gdx) {
+    const sk_u64 n = e / p.out, o = e % p.out;
+    if (bad[o] == 0) continue;
+    bool nan = false;
+    for (sk_u32 i = 0; i < p.in && !nan; ++i) {
+      const sk_u64 oi = o * p.in + i;
+      const sk_i32 lo = jr[2 * oi], hi = jr[2 * oi + 1];
+      if (hi < 0) continue;
+      const A xv = A(x[n * p.in + i]);
+      SWISK_GLOBAL const T* g = grid + sk_u64(i) * p.n_knots;
+      sk_i32 span = -1;  // g[span] <= x < g[span + 1]; -1 outside the grid (no basis visited)
+      if (xv >= A(g[0]) && xv < A(g[nk - 1])) {
+        sk_i32 a = 0, b = nk - 1;
+        while (b - a > 1) {
+          const sk_i32 m = (a + b) / 2;
+          if (xv >= A(g[m])) a = m; else b = m;
+        }
+        span = a;
+      }
+      nan = span < 0 || lo < span - k || hi > span;
+    }
+    if (nan) y[e] = T(sk_nan(0.0f));
+  }
+}

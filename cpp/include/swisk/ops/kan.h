@@ -52,9 +52,14 @@ std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwar
 void kan_linear(const KanLinearArgs& args);
 void kan_linear_backward(const KanLinearBackwardArgs& args);
 
-// Scratch elements the backend needs (forward or backward) for these sizes.
+// Scratch elements the backend needs (forward or backward) for these sizes: its own part (the base),
+// then in forward the words of the non-finite weight scan (kan_nonfinite_words).
 int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, Backend b,
                              bool backward, bool tf32 = false);
+int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, Backend b,
+                                bool backward, bool tf32 = false);
+// Where the forward's non-finite scan words start in a.work.
+sk_i32* kan_nonfinite_scratch(const KanLinearArgs& a, const KanParams& p);
 
 // Kernel parameters of a validated call.
 KanParams kan_params(const TensorView& x, const TensorView& grid, const TensorView& base_weight,
