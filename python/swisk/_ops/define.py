@@ -153,7 +153,30 @@ def _autograd(spec: OpSpec, op):
     Fn.__name__ = f"{spec.name}_fn"
     op._swisk_function = Fn
 
+    class FnT(torch.autograd.Function):
+        """The same Function in torch.func's form (setup_context): grad, jacrev, vmap (the op's own vmap
+        rule underneath); forward-mode AD (jvp) has no formula yet and raises instead of a silent zero."""
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(keyset, *args):
+            return op(*args) if keyset is None else op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs[1:1 + n_in])
+            ctx.scalars = inputs[1 + n_in:]
+
+        backward = Fn.backward
+
+    FnT.__name__ = f"{spec.name}_func"
+    op._swisk_functorch = FnT
+
     def kernel(keyset, *args):
+        if torch._C._are_functorch_transforms_active():
+            return FnT.apply(None, *args)
+        if _forward_ad._current_level >= 0:
+            return FnT.apply(keyset, *args)
         if torch.is_grad_enabled():
             for t in args[:n_in]:
                 if t is not None and t.requires_grad:
@@ -209,15 +232,18 @@ def define(spec: OpSpec):
     return op
 
 
-_DISPATCH, _PLAIN, _PLAIN_GRAD = 0, 1, 2
+_DISPATCH, _PLAIN, _PLAIN_GRAD, _FUNCTORCH = 0, 1, 2, 3
 
 
 def _route(tensors) -> int:
     """_PLAIN(_GRAD) when nothing but the kernel (and autograd) would see the call: no compiler,
     tracer, dispatch or torch-function mode, functorch transform or forward-AD level, no tensor
     subclass. Such calls skip torch's dispatcher (two Python round trips per call)."""
-    if (torch.compiler.is_compiling() or _get_current_dispatch_mode() is not None
-            or torch._C._is_torch_function_mode_enabled() or torch._C._are_functorch_transforms_active()
+    if torch.compiler.is_compiling():
+        return _DISPATCH
+    if torch._C._are_functorch_transforms_active():  # torch.func: its autograd.Function, above the dispatcher
+        return _FUNCTORCH
+    if (_get_current_dispatch_mode() is not None or torch._C._is_torch_function_mode_enabled()
             or _forward_ad._current_level >= 0 or torch._C._get_tracing_state() is not None):
         return _DISPATCH
     route = _PLAIN
@@ -238,6 +264,8 @@ def invoke(op, *args):
         return _run(op._swisk_spec, op._swisk_prepared, args)
     if route == _PLAIN_GRAD:
         return op._swisk_function.apply(None, *args)
+    if route == _FUNCTORCH:
+        return op._swisk_functorch.apply(None, *args)
     return op(*args)
 
 
