@@ -1,5 +1,5 @@
 """One description per op: `define(OpSpec(...))` registers torch.ops.swisk.<name> (schema, device
-kernels, fake kernel, autograd, autocast, vmap) and returns the public wrapper. Every op runs through
+kernels, fake kernel, autograd, autocast, vmap); `wrapper(spec, op)` makes its public function. Every op runs through
 the same glue: C++ prepares the call (validation, output shapes, scratch), Python allocates, C++
 launches; Metal dispatches come back and are bound here, for MPS and metal-emu alike."""
 from __future__ import annotations
@@ -233,6 +233,7 @@ def define(spec: OpSpec):
 
 
 _DISPATCH, _PLAIN, _PLAIN_GRAD, _FUNCTORCH = 0, 1, 2, 3
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)  # Parameter: a tensor without torch-function overrides
 
 
 def _route(tensors) -> int:
@@ -250,7 +251,7 @@ def _route(tensors) -> int:
     grad = torch.is_grad_enabled()
     for t in tensors:
         if t is not None:
-            if type(t) is not torch.Tensor:
+            if type(t) not in _PLAIN_TYPES:
                 return _DISPATCH
             if grad and t.requires_grad:
                 route = _PLAIN_GRAD
