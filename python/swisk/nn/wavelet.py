@@ -1,4 +1,5 @@
-"""Wav-KAN's layers on the fused wavelet op: the same parameter names, so Wav-KAN's weights load."""
+"""Wav-KAN's layers on the fused wavelet op: its names, parameters, init draws and numbers, so its
+checkpoints load both ways (swisk.compat.wav_kan exports these classes as KANLinear and KAN)."""
 from __future__ import annotations
 
 import math
@@ -24,20 +25,20 @@ def _check_args(layer, wavelet_type, batch_norm, base_activation):
 
 
 class WaveletKANLinear(nn.Module):
-    """Wav-KAN's KANLinear: y = BN(sum_i wavelet_weights[o, i] psi((x_i - translation[o, i]) / scale[o, i])).
+    """Wav-KAN's KANLinear: y = bn(wavelet_transform(x)), where
+    wavelet_transform(x)[o] = sum_i wavelet_weights[o, i] psi((x_i - translation[o, i]) / scale[o, i]).
 
-    Parameters as Wav-KAN names them: ``scale`` (ones), ``translation`` (zeros) and
-    ``wavelet_weights`` (kaiming uniform, a = sqrt(5)), all (out_features, in_features), and with
-    ``batch_norm=True`` a ``BatchNorm1d(out_features)`` named ``bn``. For ``shannon`` the weights are
-    multiplied by ``torch.hamming_window(in_features, periodic=False)``, as Wav-KAN windows its sinc.
+    Wav-KAN's surface: parameters ``scale`` (ones), ``translation`` (zeros), ``weight1`` and
+    ``wavelet_weights`` (both kaiming uniform, a = sqrt(5), drawn wavelet_weights first), all
+    (out_features, in_features), then ``bn = BatchNorm1d(out_features)``; ``base_activation`` is
+    ``nn.SiLU()``. So the same torch seed gives the same weights and Wav-KAN's state_dicts load both ways.
+    For ``shannon`` psi is windowed by ``torch.hamming_window(in_features, periodic=False)`` over i.
 
-    ``base_activation`` (e.g. ``nn.SiLU()``) adds the branch ``F.linear(base_activation(x), base_weight)``
-    before the norm. Wav-KAN declares that weight (as ``weight1``) but never adds the branch, so it is
-    off by default; loading a Wav-KAN state_dict maps ``weight1`` to ``base_weight`` when the branch is
-    on, and drops it (as Wav-KAN ignores it) when it is off.
-
-    x may have any leading batch dimensions; with ``batch_norm`` they are flattened for the norm
-    (Wav-KAN itself takes (batch, in_features) only).
+    Like Wav-KAN's forward, the base branch is off: ``weight1`` is declared, drawn and saved but unused
+    (its grad stays None). Passing ``base_activation`` (a callable, e.g. ``nn.SiLU()``) turns it on:
+    ``F.linear(base_activation(x), weight1)`` is added before the norm, the Spl-KAN variant Wav-KAN's
+    comments suggest. ``batch_norm=False`` drops ``bn``. Extensions beyond Wav-KAN: x may have any
+    leading batch dimensions (flattened for the norm); an unknown wavelet raises here, not in forward.
     """
 
     def __init__(self, in_features: int, out_features: int, wavelet_type: str = "mexican_hat",
@@ -48,24 +49,16 @@ class WaveletKANLinear(nn.Module):
         in_features = int_arg("WaveletKANLinear", "in_features", in_features, 1)
         out_features = int_arg("WaveletKANLinear", "out_features", out_features, 1)
         self.in_features, self.out_features, self.wavelet_type = in_features, out_features, wavelet_type
+        # Wav-KAN's registration order (state_dict keys) and draw order (wavelet_weights, then weight1)
         self.scale = nn.Parameter(torch.ones(out_features, in_features))
         self.translation = nn.Parameter(torch.zeros(out_features, in_features))
+        self.weight1 = nn.Parameter(torch.empty(out_features, in_features))
         self.wavelet_weights = nn.Parameter(torch.empty(out_features, in_features))
         nn.init.kaiming_uniform_(self.wavelet_weights, a=math.sqrt(5))
-        self.base_activation = base_activation
-        if base_activation is not None:
-            self.base_weight = nn.Parameter(torch.empty(out_features, in_features))
-            nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5))
-        else:
-            self.register_parameter("base_weight", None)
+        nn.init.kaiming_uniform_(self.weight1, a=math.sqrt(5))
+        self.base_branch = base_activation is not None
+        self.base_activation = base_activation if self.base_branch else nn.SiLU()
         self.bn = nn.BatchNorm1d(out_features) if batch_norm else None
-        self.register_load_state_dict_pre_hook(WaveletKANLinear._map_wavkan_keys)
-
-    @staticmethod
-    def _map_wavkan_keys(module, state_dict, prefix, *args):
-        w = state_dict.pop(prefix + "weight1", None)
-        if w is not None and module.base_weight is not None and prefix + "base_weight" not in state_dict:
-            state_dict[prefix + "base_weight"] = w
 
     def effective_weight(self) -> torch.Tensor:
         """The weight the op sees: wavelet_weights, windowed for shannon (the window in the weight's
@@ -76,22 +69,28 @@ class WaveletKANLinear(nn.Module):
         wdt = w.dtype if w.dtype in (torch.float32, torch.float64) else torch.float32
         return w * torch.hamming_window(self.in_features, periodic=False, dtype=wdt, device=w.device).to(w.dtype)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def wavelet_transform(self, x: torch.Tensor) -> torch.Tensor:
+        """Wav-KAN's wavelet_transform: the wavelet sum before the norm, (..., out_features), on the
+        fused op (never the (batch, out, in) tensor)."""
         check_input("WaveletKANLinear", x, self.in_features, self.wavelet_weights)
-        y = ops.wavelet_kan(x, self.scale, self.translation, self.effective_weight(), self.wavelet_type)
-        if self.base_weight is not None:
-            y = y + F.linear(self.base_activation(x), self.base_weight)
+        return ops.wavelet_kan(x, self.scale, self.translation, self.effective_weight(), self.wavelet_type)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.wavelet_transform(x)
+        if self.base_branch:
+            y = y + F.linear(self.base_activation(x), self.weight1)
         if self.bn is not None:
             y = self.bn(y.reshape(-1, self.out_features)).reshape(y.shape)
         return y
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"wavelet_type={self.wavelet_type!r}, batch_norm={self.bn is not None}")
+                f"wavelet_type={self.wavelet_type!r}, batch_norm={self.bn is not None}, base_branch={self.base_branch}")
 
 
 class WaveletKAN(nn.Module):
-    """Wav-KAN's KAN: WaveletKANLinear layers in ``self.layers`` (so its state_dict keys match)."""
+    """Wav-KAN's KAN: WaveletKANLinear layers in ``self.layers``, built (and drawn) first to last, so the
+    state_dict keys and, for one torch seed, the initial weights match Wav-KAN's layer after layer."""
 
     def __init__(self, layers_hidden: Sequence[int], wavelet_type: str = "mexican_hat", batch_norm: bool = True,
                  base_activation: Optional[Callable] = None):

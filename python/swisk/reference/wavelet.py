@@ -1,9 +1,11 @@
-"""Wavelet KAN in Wav-KAN's formulation, which builds the (batch, out, in) tensor."""
+"""Wavelet KAN in Wav-KAN's formulation, which builds the (batch, out, in) tensor; and Wav-KAN's
+layers on it, the oracle for swisk.nn.WaveletKANLinear / WaveletKAN."""
 from __future__ import annotations
 
 import math
 
 import torch
+from torch import nn
 
 
 def _mexican_hat(t):
@@ -57,3 +59,51 @@ def wavelet_kan(x, scale, translation, weight, wavelet_name: str) -> torch.Tenso
     """y[..., o] = sum_i weight[o, i] * psi((x[..., i] - translation[o, i]) / scale[o, i])."""
     t = (x.unsqueeze(-2) - translation) / scale  # (..., out, in)
     return (wavelet(t, wavelet_name) * weight).sum(-1)
+
+
+def wavkan_transform(x, scale, translation, wavelet_weights, wavelet_name: str) -> torch.Tensor:
+    """Wav-KAN's wavelet_transform: the (batch, out, in) psi, windowed over the input index by a
+    symmetric Hamming window for shannon (in t's dtype), weighted and summed over the input."""
+    t = (x.unsqueeze(-2) - translation) / scale
+    psi = wavelet(t, wavelet_name)
+    if wavelet_name == "shannon":
+        psi = psi * torch.hamming_window(t.shape[-1], periodic=False, dtype=t.dtype, device=t.device)
+    return (psi * wavelet_weights).sum(-1)
+
+
+class WavKANLinearRef(nn.Module):
+    """Wav-KAN's KANLinear as the oracle: its parameters in its order (scale, translation, weight1,
+    wavelet_weights), its draws (kaiming_uniform_ a=sqrt(5) on wavelet_weights, then on weight1), the
+    declared-but-unused SiLU and weight1, and BatchNorm1d on the wavelet output."""
+
+    def __init__(self, in_features, out_features, wavelet_type="mexican_hat"):
+        super().__init__()
+        self.in_features, self.out_features, self.wavelet_type = in_features, out_features, wavelet_type
+        self.scale = nn.Parameter(torch.ones(out_features, in_features))
+        self.translation = nn.Parameter(torch.zeros(out_features, in_features))
+        self.weight1 = nn.Parameter(torch.empty(out_features, in_features))
+        self.wavelet_weights = nn.Parameter(torch.empty(out_features, in_features))
+        nn.init.kaiming_uniform_(self.wavelet_weights, a=math.sqrt(5))
+        nn.init.kaiming_uniform_(self.weight1, a=math.sqrt(5))
+        self.base_activation = nn.SiLU()
+        self.bn = nn.BatchNorm1d(out_features)
+
+    def wavelet_transform(self, x):
+        return wavkan_transform(x, self.scale, self.translation, self.wavelet_weights, self.wavelet_type)
+
+    def forward(self, x):
+        return self.bn(self.wavelet_transform(x))
+
+
+class WavKANRef(nn.Module):
+    """Wav-KAN's KAN: WavKANLinearRef layers in ``layers``, built (and drawn) first to last."""
+
+    def __init__(self, layers_hidden, wavelet_type="mexican_hat"):
+        super().__init__()
+        self.layers = nn.ModuleList(WavKANLinearRef(i, o, wavelet_type)
+                                    for i, o in zip(layers_hidden[:-1], layers_hidden[1:]))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x

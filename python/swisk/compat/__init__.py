@@ -1,0 +1,1 @@
+"""Import paths of the libraries swisk replaces: switching is one import line."""
