@@ -3,9 +3,11 @@ swisk.nn.KANLinear / KAN, so ``from swisk.compat.efficient_kan import KAN, KANLi
 
 Same constructor arguments and defaults, parameter and buffer names, random-draw order (the same
 torch seed gives the same initial weights), methods and numbers, update_grid included. Deliberate
-differences: inputs of any leading shape in update_grid and b_splines (efficient-kan asserts 2-d),
-spline_order 0 allowed, bases zero at ±inf instead of NaN, clear errors instead of asserts (and instead
-of silently non-finite weights when update_grid's knots collapse), and update_grid(x, preserve=True).
+differences, all additions: inputs of any leading shape in update_grid and b_splines (efficient-kan
+asserts 2-d); an optional ``grid`` argument to b_splines and curve2coeff; spline_order 0; bases zero at
+±inf instead of NaN; "[KANLinear] arg: ..." errors instead of asserts; an update_grid whose knots would
+collapse (grid_eps=0, few distinct x) raises before changing the layer, where efficient-kan has already
+replaced the grid when lstsq fails; and update_grid(x, preserve=True), a function-preserving refit.
 """
 from ..nn.kan import KAN, KANLinear
 
