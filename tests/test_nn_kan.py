@@ -195,3 +195,9 @@ def test_spline_order_zero_and_low(rng, spline_order, preserve):
     m.update_grid(xu, preserve=preserve)
     torch.testing.assert_close(m.grid, grid, atol=1e-12, rtol=0)
     torch.testing.assert_close(m.spline_weight.detach(), coeff.detach(), atol=1e-8, rtol=1e-8)
+
+
+def test_update_grid_preserve_is_a_flag(rng):
+    m = swisk.nn.KANLinear(3, 2)
+    with pytest.raises(TypeError, match=r"\[KANLinear\] preserve: expected a bool, got str"):
+        m.update_grid(torch.randn(32, 3, generator=rng), preserve="yes")
