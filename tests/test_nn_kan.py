@@ -87,14 +87,20 @@ def test_other_base_activation(rng):
     torch.testing.assert_close(g, w, atol=1e-4, rtol=1e-4)
 
 
-def test_update_grid_preserves_function(rng):
+def test_update_grid_preserve_option(rng):
+    """preserve=True keeps the layer's function; the default (efficient-kan's) applies the scaler twice."""
     torch.manual_seed(rng.initial_seed())
     m = swisk.nn.KANLinear(4, 3, scale_noise=1.0).double()
     x = torch.randn(256, 4, generator=rng, dtype=torch.float64) * 0.6
     before = m(x).detach()
     spline = before - F.linear(F.silu(x), m.base_weight).detach()
-    m.update_grid(x)
+    default = swisk.nn.KANLinear(4, 3).double()
+    default.load_state_dict(m.state_dict())
+    default.update_grid(x)
+    m.update_grid(x, preserve=True)
     g = m.grid.clone()
+    torch.testing.assert_close(default.grid, g, atol=0, rtol=0)
+    torch.testing.assert_close(default.spline_weight / m.spline_scaler.unsqueeze(-1), m.spline_weight)
     assert (g[:, 1:] > g[:, :-1]).all()
     xs = torch.sort(x, 0)[0]
     assert (g[:, 3] - xs[0]).abs().max() < 0.05 and (g[:, -4] - xs[-1]).abs().max() < 0.05
@@ -102,13 +108,11 @@ def test_update_grid_preserves_function(rng):
     # a new spline space: preserved up to the least-squares fit
     err = rms(m(x).detach() - before) / rms(spline)
     assert err <= 0.35, f"update_grid moved the spline branch by {err:.3g} of its size"
-    # efficient-kan keeps the refit in spline_weight and applies the scaler again: a different function
-    twice = m.spline_weight * m.spline_scaler.unsqueeze(-1)
-    eff_style = swisk.ops.kan_linear(x, g, m.base_weight, twice, m.spline_scaler, 3).detach()
-    assert rms(eff_style - before) / rms(spline) > 2 * err
+    # the default keeps the refit in spline_weight and applies the scaler again: a different function
+    assert rms(default(x).detach() - before) / rms(spline) > 2 * err
     # the same x again gives the same knots, so the refit must reproduce the layer exactly
     mid = m(x).detach()
-    m.update_grid(x)
+    m.update_grid(x, preserve=True)
     torch.testing.assert_close(m.grid, g, atol=1e-12, rtol=0)
     torch.testing.assert_close(m(x).detach(), mid, atol=1e-9, rtol=1e-9)
 
@@ -158,27 +162,8 @@ def test_compile_trains_a_step(rng):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
-def ref_update_grid(layer, x, margin=0.01):
-    """update_grid in plain torch on swisk.reference: efficient-kan's adaptive knots (grid_eps blend of the
-    sorted samples and a uniform grid, spline_order knots added each side), then the lstsq refit of the old
-    spline branch, divided by spline_scaler as this layer does (see KANLinear's docstring)."""
-    g, k, eps = layer.grid_size, layer.spline_order, layer.grid_eps
-    w = layer.spline_weight * layer.spline_scaler.unsqueeze(-1)
-    old = torch.einsum("bij,oij->bio", reference.bspline_basis(x, layer.grid, k), w)
-    xs = torch.sort(x, dim=0)[0]
-    adaptive = xs[torch.linspace(0, x.shape[0] - 1, g + 1, dtype=torch.int64)]
-    step = (xs[-1] - xs[0] + 2 * margin) / g
-    knots = eps * (torch.arange(g + 1, dtype=x.dtype)[:, None] * step + xs[0] - margin) + (1 - eps) * adaptive
-    left = knots[:1] - torch.arange(k, 0, -1, dtype=x.dtype)[:, None] * step
-    right = knots[-1:] + torch.arange(1, k + 1, dtype=x.dtype)[:, None] * step
-    grid = torch.cat([left, knots, right]).T
-    a = reference.bspline_basis(x, grid, k).transpose(0, 1)
-    coeff = torch.linalg.lstsq(a, old.transpose(0, 1)).solution.permute(2, 0, 1)
-    return grid, coeff / layer.spline_scaler.unsqueeze(-1)
-
-
-@pytest.mark.parametrize("spline_order", [0, 2])
-def test_spline_order_zero_and_low(rng, spline_order):
+@pytest.mark.parametrize("spline_order,preserve", [(0, False), (0, True), (2, False)])
+def test_spline_order_zero_and_low(rng, spline_order, preserve):
     """Order 0 (piecewise constants): init, forward, backward and update_grid against the reference."""
     k, g = spline_order, 4
     torch.manual_seed(rng.initial_seed())
@@ -205,7 +190,14 @@ def test_spline_order_zero_and_low(rng, spline_order):
     for got, ref in zip(torch.autograd.grad(y, params, go), torch.autograd.grad(want, params, go)):
         torch.testing.assert_close(got, ref, atol=1e-10, rtol=1e-10)
     xu = torch.randn(200, 5, generator=rng, dtype=torch.float64) * 0.7
-    grid, coeff = ref_update_grid(m, xu)
-    m.update_grid(xu)
+    grid, coeff = reference.kan_update_grid(xu, m.grid, m.spline_weight, m.spline_scaler, k, m.grid_eps,
+                                            preserve=preserve)
+    m.update_grid(xu, preserve=preserve)
     torch.testing.assert_close(m.grid, grid, atol=1e-12, rtol=0)
     torch.testing.assert_close(m.spline_weight.detach(), coeff.detach(), atol=1e-8, rtol=1e-8)
+
+
+def test_update_grid_preserve_is_a_flag(rng):
+    m = swisk.nn.KANLinear(3, 2)
+    with pytest.raises(TypeError, match=r"\[KANLinear\] preserve: expected a bool, got str"):
+        m.update_grid(torch.randn(32, 3, generator=rng), preserve="yes")

@@ -36,10 +36,11 @@ class KANLinear(torch.nn.Module):
     (in, grid_size + 2·spline_order + 1) are efficient-kan's. With SiLU the whole layer is one fused op;
     another ``base_activation`` runs the base branch in plain torch and the spline branch fused.
 
-    ``update_grid`` differs from efficient-kan on purpose: efficient-kan stores the refitted (already
-    scaled) coefficients in ``spline_weight`` and multiplies them by ``spline_scaler`` again in forward,
-    which changes the layer's function; here the refit is divided by ``spline_scaler`` (entries whose
-    scaler is exactly 0 get 0) so that the layer's output on x is preserved up to the least-squares fit.
+    ``update_grid(x)`` computes what efficient-kan's does: it stores the least-squares refit of the
+    (already scaled) spline curves in ``spline_weight``, so forward applies ``spline_scaler`` a second
+    time and the layer's function changes. ``update_grid(x, preserve=True)`` divides the refit by
+    ``spline_scaler`` (entries whose scaler is exactly 0 get 0), which keeps the layer's output on x up
+    to the fit. The two agree without ``enable_standalone_scale_spline``.
     """
 
     def __init__(self, in_features, out_features, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
@@ -104,15 +105,17 @@ class KANLinear(torch.nn.Module):
         return F.linear(self.base_activation(x), self.base_weight) + spline
 
     @torch.no_grad()
-    def update_grid(self, x: torch.Tensor, margin: float = 0.01):
-        """efficient-kan's adaptive knots from x (batch, in), then a least-squares refit of the spline
-        weights that preserves the layer's function on x (see the class docstring).
+    def update_grid(self, x: torch.Tensor, margin: float = 0.01, preserve: bool = False):
+        """efficient-kan's adaptive knots from x (..., in), then the least-squares refit of the spline
+        curves on them: stored as efficient-kan does, or, with ``preserve``, divided by ``spline_scaler``
+        so that the layer's function on x is kept (see the class docstring).
 
         All or nothing: the new knots and weights are computed and checked first, then assigned, so a
         call that raises (non-finite x or weights, knots that collapse, ...) leaves the layer unchanged."""
         name = "KANLinear"
         check_input(name, x, self.in_features, self.spline_weight)
         margin = real_arg(name, "margin", margin, lo=0.0)
+        preserve = flag_arg(name, "preserve", preserve)
         x = x.reshape(-1, self.in_features)
         batch, g, k = x.size(0), self.grid_size, self.spline_order
         if batch == 0:
@@ -135,7 +138,7 @@ class KANLinear(torch.nn.Module):
             raise ValueError(f"[{name}] update_grid: the new knots are not strictly increasing (too few distinct "
                              f"values of x per feature for grid_size={g}; raise grid_eps or margin)")
         coeff = self.curve2coeff(x, per_feature.transpose(0, 1), grid)
-        if self.enable_standalone_scale_spline:
+        if preserve and self.enable_standalone_scale_spline:
             s = self.spline_scaler.unsqueeze(-1)
             coeff = torch.where(s == 0, torch.zeros_like(coeff), coeff / torch.where(s == 0, torch.ones_like(s), s))
         if not torch.isfinite(coeff).all():

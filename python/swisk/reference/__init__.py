@@ -1,6 +1,8 @@
 """Pure-torch formulations of every swisk op, written for clarity: the tests' oracle and the
 benchmark's baseline. They materialise the intermediate tensors the fused kernels avoid."""
-from .spline import bspline_basis, kan_linear
+from .spline import (KAN, KANLinear, bspline_basis, curve2coeff, kan_grid, kan_linear, kan_regularization_loss,
+                     kan_update_grid)
 from .wavelet import WAVELETS, wavelet, wavelet_kan
 
-__all__ = ["bspline_basis", "kan_linear", "wavelet", "wavelet_kan", "WAVELETS"]
+__all__ = ["bspline_basis", "kan_linear", "kan_grid", "curve2coeff", "kan_update_grid", "kan_regularization_loss",
+           "KANLinear", "KAN", "wavelet", "wavelet_kan", "WAVELETS"]

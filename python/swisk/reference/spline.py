@@ -1,6 +1,8 @@
 """B-spline bases and the KAN linear layer, in efficient-kan's formulation."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -41,3 +43,119 @@ def kan_linear(
     basis = bspline_basis(x2, grid, spline_order)
     spline = F.linear(basis.reshape(x2.shape[0], -1), w.reshape(out_features, -1))
     return (base + spline).reshape(*lead, out_features)
+
+
+# ---- efficient-kan's layer around the op: knots, initialisation, grid update, regulariser ----
+
+def kan_grid(in_features: int, grid_size: int, spline_order: int, grid_range=(-1.0, 1.0)) -> torch.Tensor:
+    """(in, grid_size + 2·spline_order + 1): uniform knots on grid_range, spline_order more each side."""
+    lo, hi = grid_range
+    h = (hi - lo) / grid_size
+    return (torch.arange(-spline_order, grid_size + spline_order + 1) * h + lo).expand(in_features, -1).contiguous()
+
+
+def curve2coeff(x: torch.Tensor, y: torch.Tensor, grid: torch.Tensor, spline_order: int) -> torch.Tensor:
+    """Least-squares spline coefficients (out, in, n_basis) of per-feature curves y (batch, in, out) at
+    x (batch, in): one lstsq per input feature on its own knots."""
+    a = bspline_basis(x, grid, spline_order).transpose(0, 1)  # (in, batch, n_basis)
+    return torch.linalg.lstsq(a, y.transpose(0, 1)).solution.permute(2, 0, 1).contiguous()
+
+
+@torch.no_grad()
+def kan_update_grid(x, grid, spline_weight, spline_scaler, spline_order, grid_eps, margin=0.01, preserve=False):
+    """efficient-kan's update_grid on x (batch, in): returns (new grid, new spline_weight).
+
+    Knots: per feature, grid_eps·(uniform knots over [min - margin, max + margin]) + (1 - grid_eps)·(the
+    sorted samples at g + 1 evenly spaced ranks), extended by spline_order uniform steps each side. Weights:
+    the lstsq fit, on the new knots, of each feature's current spline curve (scaler applied). efficient-kan
+    stores that fit as is, so forward applies spline_scaler once more; preserve=True divides by the scaler
+    (0 where it is 0), which keeps the layer's function up to the fit."""
+    k, g = spline_order, grid.shape[1] - 2 * spline_order - 1
+    n = x.shape[0]
+    w = spline_weight if spline_scaler is None else spline_weight * spline_scaler.unsqueeze(-1)
+    curves = torch.einsum("nij,oij->nio", bspline_basis(x, grid, k), w)  # (batch, in, out)
+    xs = torch.sort(x, dim=0).values
+    adaptive = xs[torch.linspace(0, n - 1, g + 1, dtype=torch.int64)]
+    step = (xs[-1] - xs[0] + 2 * margin) / g
+    i = torch.arange(g + 1, dtype=x.dtype).unsqueeze(1)
+    knots = grid_eps * (i * step + xs[0] - margin) + (1 - grid_eps) * adaptive
+    j = torch.arange(1, k + 1, dtype=x.dtype).unsqueeze(1)
+    new_grid = torch.cat([knots[:1] - j.flip(0) * step, knots, knots[-1:] + j * step]).T.contiguous()
+    coeff = curve2coeff(x, curves, new_grid, k)
+    if preserve and spline_scaler is not None:
+        s = spline_scaler.unsqueeze(-1)
+        coeff = torch.where(s == 0, torch.zeros_like(coeff), coeff / s)
+    return new_grid, coeff
+
+
+def kan_regularization_loss(spline_weight, regularize_activation=1.0, regularize_entropy=1.0):
+    """efficient-kan's regulariser: L1 = Σ mean_j |w[o,i,j]|, plus the entropy of its (o, i) shares."""
+    l1 = spline_weight.abs().mean(-1)
+    total = l1.sum()
+    p = l1 / total
+    return regularize_activation * total - regularize_entropy * (p * p.log()).sum()
+
+
+class KANLinear(torch.nn.Module):
+    """efficient-kan's layer in plain torch on the functions above: the oracle of swisk.nn.KANLinear
+    (same arguments, names, random-draw order) and the memory-hungry baseline it replaces."""
+
+    def __init__(self, in_features, out_features, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
+                 scale_spline=1.0, enable_standalone_scale_spline=True, base_activation=torch.nn.SiLU, grid_eps=0.02,
+                 grid_range=(-1, 1)):
+        super().__init__()
+        self.in_features, self.out_features, self.grid_size, self.spline_order = (
+            in_features, out_features, grid_size, spline_order)
+        self.register_buffer("grid", kan_grid(in_features, grid_size, spline_order, grid_range))
+        self.base_weight = torch.nn.Parameter(torch.empty(out_features, in_features))
+        self.spline_weight = torch.nn.Parameter(torch.empty(out_features, in_features, grid_size + spline_order))
+        self.enable_standalone_scale_spline = enable_standalone_scale_spline
+        if enable_standalone_scale_spline:
+            self.spline_scaler = torch.nn.Parameter(torch.empty(out_features, in_features))
+        self.scale_noise, self.scale_base, self.scale_spline = scale_noise, scale_base, scale_spline
+        self.base_activation, self.grid_eps = base_activation(), grid_eps
+        g, k = grid_size, spline_order
+        # draws, in order: base_weight, the noise curves, spline_scaler
+        torch.nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5) * scale_base)
+        with torch.no_grad():
+            noise = (torch.rand(g + 1, in_features, out_features) - 0.5) * scale_noise / g
+            coeff = curve2coeff(self.grid.T[k:k + g + 1], noise.to(self.grid), self.grid, k)  # at the g + 1 knots
+            self.spline_weight.copy_((1.0 if enable_standalone_scale_spline else scale_spline) * coeff)
+        if enable_standalone_scale_spline:
+            torch.nn.init.kaiming_uniform_(self.spline_scaler, a=math.sqrt(5) * scale_spline)
+
+    @property
+    def spline_scaler_or_none(self):
+        return self.spline_scaler if self.enable_standalone_scale_spline else None
+
+    def forward(self, x):
+        return kan_linear(x, self.grid, self.base_weight, self.spline_weight, self.spline_scaler_or_none,
+                          self.spline_order, self.base_activation)
+
+    @torch.no_grad()
+    def update_grid(self, x, margin=0.01, preserve=False):
+        grid, coeff = kan_update_grid(x, self.grid, self.spline_weight, self.spline_scaler_or_none,
+                                      self.spline_order, self.grid_eps, margin, preserve)
+        self.grid.copy_(grid)
+        self.spline_weight.copy_(coeff)
+
+    def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0):
+        return kan_regularization_loss(self.spline_weight, regularize_activation, regularize_entropy)
+
+
+class KAN(torch.nn.Module):
+    """efficient-kan's stack of KANLinear layers, on the reference layer."""
+
+    def __init__(self, layers_hidden, **kwargs):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(KANLinear(i, o, **kwargs) for i, o in zip(layers_hidden, layers_hidden[1:]))
+
+    def forward(self, x, update_grid=False):
+        for layer in self.layers:
+            if update_grid:
+                layer.update_grid(x)
+            x = layer(x)
+        return x
+
+    def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0):
+        return sum(layer.regularization_loss(regularize_activation, regularize_entropy) for layer in self.layers)
