@@ -6,7 +6,7 @@ import torch  # noqa: F401  (the ops register with torch.library on import)
 from . import _C
 from ._backend import cuda_usable, mps_usable
 from . import _ops  # noqa: F401  (registers torch.ops.swisk.*)
-from . import ops, reference, nn, testing  # noqa: F401
+from . import ops, reference, nn, testing, compat  # noqa: F401
 
 __version__ = _C.build_info()["version"]
 
@@ -27,4 +27,4 @@ def default_device() -> torch.device:
     return torch.device("cuda" if b["cuda"] else "mps" if b["mps"] else "cpu")
 
 
-__all__ = ["build_info", "backends", "default_device", "ops", "nn", "reference", "testing"]
+__all__ = ["build_info", "backends", "default_device", "ops", "nn", "compat", "reference", "testing"]
