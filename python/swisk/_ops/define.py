@@ -13,6 +13,7 @@ from torch.autograd import forward_ad as _forward_ad
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from .. import _backend
+from . import formulation
 
 LIB = torch.library.Library("swisk", "DEF")  # noqa: TOR901  (ops defined once, at import)
 DEVICE_KEYS = ("CPU", "CUDA", "MPS")
@@ -32,6 +33,7 @@ class OpSpec:
     prepare: Callable                      # _C.<name>_prepare(*views, *scalars, *extra, backend)
     fake_shapes: Callable                  # (*args) -> output shapes, for symbolic sizes
     backward: Optional[Callable] = None    # (needs_input_grad, saved inputs, scalars, grads) -> input grads
+    reference: Optional[Callable] = None   # the plain-torch formulation: derivatives the kernels lack
     extra: Optional[Callable] = None       # (backend) -> extra prepare arguments read at call time
     autocast: Optional[str] = None         # "fp32": cast floating inputs up; "lower": to the autocast dtype
     row_outputs: tuple = ()                # outputs with x's leading (row) dims: the vmap rule merges those
@@ -127,9 +129,16 @@ _AFTER_AUTOGRAD = torch._C._after_autograd_keyset
 
 def _autograd(spec: OpSpec, op):
     """The Autograd kernel: an autograd.Function when a tensor input needs a gradient, else straight
-    to the device kernel (no Function overhead on inference calls). Without a backward in the
-    description, a gradient that would be needed raises instead of coming back as a silent zero."""
+    to the device kernel (no Function overhead on inference calls). Derivatives without a kernel
+    (a backward op's own backward, forward mode) come from the op's formulation (formulation.py)."""
     n_in = spec.n_in
+
+    def backward_of(needs, saved, scalars, grads):
+        if spec.backward is not None:
+            return spec.backward(needs, saved, scalars, grads)
+        if spec.reference is not None:
+            return formulation.vjp(spec, needs, saved, scalars, grads)
+        raise NotImplementedError(f"[{spec.name}] the derivative of this op is not implemented")
 
     class Fn(torch.autograd.Function):
         @staticmethod
@@ -145,9 +154,7 @@ def _autograd(spec: OpSpec, op):
 
         @staticmethod
         def backward(ctx, *grads):
-            if spec.backward is None:
-                raise NotImplementedError(f"[{spec.name}] the derivative of this op is not implemented")
-            grads_in = spec.backward(ctx.needs_input_grad[1:1 + n_in], ctx.saved_tensors, ctx.scalars, grads)
+            grads_in = backward_of(ctx.needs_input_grad[1:1 + n_in], ctx.saved_tensors, ctx.scalars, grads)
             return (None, *grads_in, *(None for _ in ctx.scalars))
 
     Fn.__name__ = f"{spec.name}_fn"
@@ -155,7 +162,7 @@ def _autograd(spec: OpSpec, op):
 
     class FnT(torch.autograd.Function):
         """The same Function in torch.func's form (setup_context): grad, jacrev, vmap (the op's own vmap
-        rule underneath); forward-mode AD (jvp) has no formula yet and raises instead of a silent zero."""
+        rule underneath) and forward mode (jvp, jacfwd, hessian) from the formulation."""
         generate_vmap_rule = True
 
         @staticmethod
@@ -165,9 +172,17 @@ def _autograd(spec: OpSpec, op):
         @staticmethod
         def setup_context(ctx, inputs, output):
             ctx.save_for_backward(*inputs[1:1 + n_in])
+            ctx.save_for_forward(*inputs[1:1 + n_in])
+            ctx.primals = inputs[1:1 + n_in]
             ctx.scalars = inputs[1 + n_in:]
 
         backward = Fn.backward
+
+        @staticmethod
+        def jvp(ctx, _keyset, *tangents):
+            if spec.reference is None:
+                raise NotImplementedError(f"[{spec.name}] forward-mode AD (jvp) is not implemented")
+            return formulation.jvp(spec, ctx.primals, ctx.scalars, tangents[:n_in])
 
     FnT.__name__ = f"{spec.name}_func"
     op._swisk_functorch = FnT

@@ -3,8 +3,31 @@ from __future__ import annotations
 
 import torch
 
-from .. import _C
+from .. import _C, reference
 from .define import OpSpec, define, invoke, wrapper
+
+
+def _kan_ref(x, grid, bw, sw, sc, k):
+    bw = torch.zeros(sw.shape[:2], dtype=sw.dtype, device=sw.device) if bw is None else bw
+    return reference.kan_linear(x, grid, bw, sw, sc, k)
+
+
+# The backward ops' formulations: vector-Jacobian products of the forward formulations (torch.func,
+# so that they nest under autograd and torch.func alike).
+def _basis_backward_ref(x, grid, g, k):
+    return torch.func.vjp(lambda xx: reference.bspline_basis(xx, grid, k), x)[1](g)[0]
+
+
+def _kan_backward_ref(x, grid, bw, sw, sc, gy, k):
+    present = [t is not None for t in (x, bw, sw, sc)]
+
+    def f(*moving):
+        it = iter(moving)
+        args = [next(it) if p else None for p in present]
+        return _kan_ref(args[0], grid, *args[1:], k)
+
+    grads = iter(torch.func.vjp(f, *(t for t in (x, bw, sw, sc) if t is not None))[1](gy))
+    return tuple(next(grads) if p else x.new_zeros(0) for p in present)
 
 
 # ---- bspline_basis ---------------------------------------------------------------------------------
@@ -37,7 +60,8 @@ def _kan_shapes(x, grid, bw, sw, sc, k):
 
 BASIS = OpSpec(
     name="bspline_basis", inputs=("x", "grid"), scalars=(("spline_order", int),), outputs=("out",),
-    prepare=_C.bspline_basis_prepare, backward=_basis_backward, row_outputs=("out",),
+    prepare=_C.bspline_basis_prepare, backward=_basis_backward, reference=reference.bspline_basis,
+    row_outputs=("out",),
     fake_shapes=_basis_shapes, defaults={"spline_order": 3},
     doc="""B-spline bases of x (..., in) on per-feature knots grid (in, n_knots): (..., in, n_basis) with
     n_basis = n_knots - 1 - spline_order. Differentiable in x (grid is treated as a constant).
@@ -52,7 +76,8 @@ BASIS = OpSpec(
 
 BASIS_BACKWARD = OpSpec(
     name="bspline_basis_backward", inputs=("x", "grid", "grad_out"), scalars=(("spline_order", int),),
-    outputs=("grad_x",), prepare=_C.bspline_basis_backward_prepare, row_outputs=("grad_x",),
+    outputs=("grad_x",), prepare=_C.bspline_basis_backward_prepare, reference=_basis_backward_ref,
+    row_outputs=("grad_x",),
     fake_shapes=lambda x, grid, g, k: [tuple(x.shape)])
 
 bspline_basis_op = define(BASIS)
@@ -76,7 +101,7 @@ def _kan_backward(need, saved, scalars, grads):
 KAN_LINEAR = OpSpec(
     name="kan_linear", inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?"),
     scalars=(("spline_order", int),), outputs=("out",), prepare=_C.kan_linear_prepare, extra=_tf32,
-    backward=_kan_backward, autocast="lower", row_outputs=("out",),
+    backward=_kan_backward, reference=_kan_ref, autocast="lower", row_outputs=("out",),
     fake_shapes=_kan_shapes,
     defaults={"spline_scaler": None, "spline_order": 3},
     doc="""Fused efficient-kan layer: silu(x) @ base_weightᵀ + Σ_i Σ_j spline_weight[o,i,j]·spline_scaler[o,i]·B_j(x_i).
@@ -98,6 +123,11 @@ KAN_LINEAR = OpSpec(
     On CUDA, fp16/bf16 run on the tensor cores, and so does fp32 (as tf32) when
     torch.backends.cuda.matmul.allow_tf32 is set.
 
+    Derivatives: first-order gradients run on swisk's kernels. Second derivatives (the backward's own
+    backward: gradient penalties, PINN losses, hessians) and forward-mode tangents (jvp, jacfwd) are
+    computed from the plain-torch formulation, which builds the (batch, in, n_basis) basis tensor, as
+    efficient-kan does.
+
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices, shapes or knots.
     """)
@@ -107,7 +137,7 @@ KAN_LINEAR_BACKWARD = OpSpec(
     inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?", "grad_out"),
     scalars=(("spline_order", int),),
     outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
-    prepare=_C.kan_linear_backward_prepare, row_outputs=("grad_x",),
+    prepare=_C.kan_linear_backward_prepare, reference=_kan_backward_ref, row_outputs=("grad_x",),
     fake_shapes=lambda x, grid, bw, sw, sc, g, k: [tuple(x.shape), (0,) if bw is None else tuple(bw.shape),
                                                    tuple(sw.shape), (0,) if sc is None else tuple(sc.shape)])
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import _C
+from .. import _C, reference
 from .define import OpSpec, define, invoke, wrapper
 
 WAVELETS = tuple(_C.wavelet_names().split(", "))  # the kernel header's list, in id order
@@ -37,9 +37,16 @@ def _backward(need, saved, scalars, grads):
     return tuple(t if n else None for t, n in zip(g, need))
 
 
+def _backward_ref(x, scale, translation, weight, grad_out, wavelet):
+    """The backward's formulation: the forward formulation's vector-Jacobian product (torch.func)."""
+    f = lambda *a: reference.wavelet_kan(*a, wavelet)  # noqa: E731
+    return torch.func.vjp(f, x, scale, translation, weight)[1](grad_out)
+
+
 WAVELET_KAN = OpSpec(
     name="wavelet_kan", inputs=("x", "scale", "translation", "weight"), scalars=(("wavelet", str),),
-    outputs=("out",), prepare=_C.wavelet_kan_prepare, backward=_backward, autocast="fp32", row_outputs=("out",),
+    outputs=("out",), prepare=_C.wavelet_kan_prepare, backward=_backward, reference=reference.wavelet_kan,
+    autocast="fp32", row_outputs=("out",),
     fake_shapes=_fake_forward,
     doc="""Wav-KAN's wavelet layer, fused: x (..., in); scale, translation, weight (out, in) ->
     y (..., out) with y[..., o] = sum_i weight[o, i] * psi((x[..., i] - translation[o, i]) / scale[o, i]).
@@ -50,6 +57,9 @@ WAVELET_KAN = OpSpec(
     differentiable, with deterministic (fixed-order) reductions.
 
     Under torch.autocast the inputs are cast to float32 (the result is float32).
+
+    Second derivatives and forward-mode tangents (jvp, jacfwd, hessian) come from the plain-torch
+    formulation, which builds the (batch, out, in) tensor; first-order gradients do not.
 
     scale must be non-zero: on CPU tensors a zero raises ValueError; on GPUs (whose memory is not
     read on the host) a zero scale gives the inf / NaN the division gives. Negative scales are allowed.
@@ -62,7 +72,8 @@ WAVELET_KAN = OpSpec(
 WAVELET_KAN_BACKWARD = OpSpec(
     name="wavelet_kan_backward", inputs=("x", "scale", "translation", "weight", "grad_out"),
     scalars=(("wavelet", str),), outputs=("grad_x", "grad_scale", "grad_translation", "grad_weight"),
-    prepare=_C.wavelet_kan_backward_prepare, row_outputs=("grad_x",), fake_shapes=_fake_backward)
+    prepare=_C.wavelet_kan_backward_prepare, reference=_backward_ref, row_outputs=("grad_x",),
+    fake_shapes=_fake_backward)
 
 wavelet_kan_op = define(WAVELET_KAN)
 wavelet_kan_backward_op = define(WAVELET_KAN_BACKWARD)
