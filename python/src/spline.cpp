@@ -12,8 +12,8 @@ void bind_spline(nb::module_& m) {
   });
   m.def("bspline_basis_backward_prepare",
         [](nb::handle x, nb::handle grid, nb::handle grad_out, int order, const std::string& backend) {
-          return bspline_basis_backward_prepare(BsplineBasisBackwardArgs{view(x), view(grid), view(grad_out), {}, order, {}},
-                                                backend_from_name(backend));
+          BsplineBasisBackwardArgs a{view(x), view(grid), view(grad_out), {}, order, {}};
+          return bspline_basis_backward_prepare(a, backend_from_name(backend));
         });
   m.def("kan_linear_prepare",
         [](nb::handle x, nb::handle grid, nb::handle bw, nb::handle sw, nb::handle sc, int order, bool tf32,

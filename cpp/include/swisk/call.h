@@ -46,7 +46,8 @@ class CallOf final : public PreparedCall {
   CallOf(const Args& a, Kernel k, DataCheck check) : args_(a), kernel_(k), check_(check) {}
   void launch(const std::vector<uintptr_t>& data, void* stream, std::vector<MetalDispatch>* metal) override {
     constexpr int n = int(std::size(Args::kTensors));
-    if (int(data.size()) != n) fail(ErrorKind::runtime, "swisk", "launch", "expected ", n, " tensors, got ", data.size());
+    if (int(data.size()) != n)
+      fail(ErrorKind::runtime, "swisk", "launch", "expected ", n, " tensors, got ", data.size());
     std::call_once(sealed_, [this] { seal(); });
     Args a = args_;  // a prepared call may be launched from several threads at once
     for (int i = 0; i < n; ++i) (a.*Args::kTensors[i]).data = reinterpret_cast<void*>(data[i]);

@@ -40,4 +40,5 @@ void kan_nonfinite_fix_thunk(void* const* b, const void* p) {
   SWISK_EMU_KERNEL(kan_forward, kan_forward_thunk), SWISK_EMU_KERNEL(kan_backward_x, kan_backward_x_thunk), \
       SWISK_EMU_KERNEL(kan_backward_w, kan_backward_w_thunk),                                             \
       SWISK_EMU_KERNEL(kan_backward_scale, kan_backward_scale_thunk),                                     \
-      SWISK_EMU_KERNEL(kan_nonfinite_scan, kan_nonfinite_scan_thunk), SWISK_EMU_KERNEL(kan_nonfinite_fix, kan_nonfinite_fix_thunk)
+      SWISK_EMU_KERNEL(kan_nonfinite_scan, kan_nonfinite_scan_thunk),                                     \
+      SWISK_EMU_KERNEL(kan_nonfinite_fix, kan_nonfinite_fix_thunk)
