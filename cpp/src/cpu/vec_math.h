@@ -1,5 +1,7 @@
 // exp / sin / cos as straight-line polynomial code (no libm calls, selects instead of branches), so
 // GCC vectorises loops over them; float and double, within a few ulp on the ranges the kernels use.
+// vsincos is exact in its reduction only for |x| <= VecTraits::sincos_fast_max; sincos_far (scalar,
+// Payne–Hanek) serves larger float arguments, and CpuVecMathExact picks between the two per value.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,11 @@ struct VecTraits<float> {
   static constexpr float shift = 0x1.8p23f;  // adding it rounds to an integer held in the low bits
   static constexpr float exp_lo = -87.0f;    // e^x below it flushes to 0
   static constexpr float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-  static constexpr float pio2_1 = 1.5703125f, pio2_2 = 4.837512969970703125e-4f, pio2_3 = 7.54978995489188216e-8f;
+  // pi/2 = pio2_1 + pio2_2 + pio2_3 + pio2_4 to 2^-81: the first three hold 12 bits each, so q pio2_k
+  // is exact for q <= 2^12, and the reduction errs by < 2^-47 up to sincos_fast_max.
+  static constexpr float pio2_1 = 0x1.922p0f, pio2_2 = -0x1.2aep-18f, pio2_3 = -0x1.deap-31f,
+                         pio2_4 = 0x1.184698p-44f;
+  static constexpr float sincos_fast_max = 6400.0f;  // < (2^12 - 1/2) pi/2
 };
 template <>
 struct VecTraits<double> {
@@ -27,7 +33,9 @@ struct VecTraits<double> {
   static constexpr double exp_lo = -708.0;
   static constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
   static constexpr double pio2_1 = 1.57079632673412561417e+00, pio2_2 = 6.07710050630396597660e-11,
-                          pio2_3 = 2.02226624879595063154e-21;
+                          pio2_3 = 2.02226624879595063154e-21, pio2_4 = 0.0;
+  // pio2_1, pio2_2 hold 33 bits: exact products for q < 2^20. No far path for double yet.
+  static constexpr double sincos_fast_max = __builtin_inf();
 };
 
 // Taylor coefficients 1/k! (exp) and (-1)^k/(2k+1)!, (-1)^k/(2k)! (sin, cos), built at compile time.
@@ -80,11 +88,13 @@ SK_VEC_INLINE VecSinCos<A> vsincos_quadrant(A r, typename VecTraits<A>::U q) {
   for (int k = V::sin_deg / 2 - 1; k >= 0; --k) ps = ps * r2 + C.sin[k];
   for (int k = V::sin_deg / 2; k >= 0; --k) pc = pc * r2 + C.cos[k];
   ps *= r;
-  const A nps = -ps, npc = -pc;
-  const typename V::U m = q & 3;  // quadrant: sin = ps, pc, -ps, -pc; cos = pc, -ps, -pc, ps
-  const A s = m == 0 ? ps : (m == 1 ? pc : (m == 2 ? nps : npc));
-  const A c = m == 0 ? pc : (m == 1 ? nps : (m == 2 ? npc : ps));
-  return {s, c};
+  // quadrant q: sin = ps, pc, -ps, -pc; cos = pc, -ps, -pc, ps (odd q swaps, bit 1 of q / q + 1 negates)
+  using U = typename V::U;
+  constexpr int top = 8 * sizeof(U) - 2;
+  const bool odd = q & 1;
+  const A s = odd ? pc : ps, c = odd ? ps : pc;
+  return {__builtin_bit_cast(A, __builtin_bit_cast(U, s) ^ ((q & 2) << top)),
+          __builtin_bit_cast(A, __builtin_bit_cast(U, c) ^ (((q + 1) & 2) << top))};
 }
 
 // sin and cos of x.
@@ -93,8 +103,46 @@ SK_VEC_INLINE VecSinCos<A> vsincos(A x) {
   using V = VecTraits<A>;
   const A kd = x * A(0.63661977236758134308) + V::shift;
   const A q = kd - V::shift;
-  const A r = ((x - q * V::pio2_1) - q * V::pio2_2) - q * V::pio2_3;
+  A r = ((x - q * V::pio2_1) - q * V::pio2_2) - q * V::pio2_3;
+  if constexpr (V::pio2_4 != A(0)) r -= q * V::pio2_4;
   return vsincos_quadrant<A>(r, __builtin_bit_cast(typename V::U, kd));
+}
+
+// sin and cos of a finite float x with |x| >= 1, reduced exactly (Payne–Hanek): x = m 2^e with m an
+// integer < 2^24, and x 2/pi mod 4 needs only the 96 bits of 2/pi from 2^-(e-1) on (earlier bits give
+// multiples of 4, later ones < 2^-70). Non-finite x gives NaN. Scalar; for the rare far arguments.
+__attribute__((noinline)) inline VecSinCos<float> sincos_far(float x) {
+  // 2/pi in binary: bits 2^-1 .. 2^-256, 32 to a word
+  static constexpr uint32_t two_over_pi[8] = {0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0,
+                                              0xDB629599, 0x3C439041, 0xFE5163AB, 0xDEBBC561};
+  if (!(x - x == 0.0f)) return {x - x, x - x};
+  using u128 = unsigned __int128;
+  const uint32_t bits = __builtin_bit_cast(uint32_t, x), be = (bits >> 23) & 0xff;
+  const uint64_t m = (bits & 0x7fffff) | (be ? 0x800000u : 0u);
+  const int e = int(be ? be : 1) - 150;
+  // W = bits j0 .. j0 + 95 of 2/pi (bit j weighs 2^-j, none for j < 1), j0 = e - 1
+  const int j0 = e - 1, w0 = (j0 - 1) >= 0 ? (j0 - 1) / 32 : -((32 - j0) / 32), sh = (j0 - 1) - 32 * w0;
+  u128 win = 0;
+  for (int k = 0; k < 4; ++k) {
+    const int w = w0 + k;
+    win = (win << 32) | (w >= 0 && w < 8 ? two_over_pi[w] : 0u);
+  }
+  const u128 W = (win << sh) >> 32;
+  // x 2/pi = m W 2^-94 (mod 4): the quadrant is bits 94..95 of m W, the fraction the bits below
+  const u128 P = m * W;
+  const uint64_t f = uint64_t((P << 34) >> 64);  // top 64 bits of the fraction
+  const uint32_t q = uint32_t(P >> 94) + uint32_t(f >> 63);  // round to the nearest quadrant
+  // the signed remainder in quadrants, times pi/2
+  const double r = double(int64_t(f)) * 0x1.921fb54442d18p-64;
+  const float rs = float(bits >> 31 ? -r : r);
+  return vsincos_quadrant<float>(rs, bits >> 31 ? 0u - q : q);
+}
+inline VecSinCos<double> sincos_far(double x) { return vsincos<double>(x); }
+
+// sin and cos of any x: the vector reduction where it is exact, else the far one.
+template <typename A>
+inline VecSinCos<A> vsincos_exact(A x) {
+  return (x < A(0) ? -x : x) <= VecTraits<A>::sincos_fast_max ? vsincos<A>(x) : sincos_far(x);
 }
 
 // sin(pi x) and cos(pi x): x = q/2 + r exactly, so no error grows with |x|.
@@ -119,6 +167,14 @@ struct CpuVecMath {
   static SK_VEC_INLINE A sinpi(A x) { return vsincospi<A>(x).s; }
   template <typename A>
   static SK_VEC_INLINE A cospi(A x) { return vsincospi<A>(x).c; }
+};
+
+// The same with sin and cos exact for every argument (scalar: the rows that hold far arguments).
+struct CpuVecMathExact : CpuVecMath {
+  template <typename A>
+  static A sin(A x) { return vsincos_exact<A>(x).s; }
+  template <typename A>
+  static A cos(A x) { return vsincos_exact<A>(x).c; }
 };
 
 }  // namespace swisk::cpu
