@@ -120,7 +120,8 @@ SK_CLONES void fwd_block(const Packed<A>& P, T* y, int64_t n0, int64_t n1, int64
     for (int64_t n = n0; n < n1; ++n) {
       const A* x = &P.x[n * P.ld];
       const bool far = P.xmax[n] * P.rmax[o] + P.trmax[o] > far_t<K, A>();
-      y[n * P.out + o] = T(far ? fwd_dot<K, CpuVecMathExact>(x, tr, rc, w, P.ld) : fwd_dot<K, CpuVecMath>(x, tr, rc, w, P.ld));
+      const A v = far ? fwd_dot<K, CpuVecMathExact>(x, tr, rc, w, P.ld) : fwd_dot<K, CpuVecMath>(x, tr, rc, w, P.ld);
+      y[n * P.out + o] = T(v);
     }
   }
 }
