@@ -42,8 +42,9 @@ def run(x, s, t, w, wavelet, oracle=False):
     return got, want
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("lo,hi", [(1e5, 1e7), (1e7, 1e10), (1e10, 1e20), (1e20, 1e30), (1e30, 3e38)])
-def test_shannon_each_value(lo, hi):
+def test_shannon_each_value(lo, hi, dtype):
     """in = 1: every output is w psi(t) alone, so each is checked relative to itself."""
     gen = torch.Generator().manual_seed(int(math.log10(lo)))
     x = large_x(gen, 512, lo, hi).reshape(-1, 1)
@@ -51,11 +52,12 @@ def test_shannon_each_value(lo, hi):
     s = pow2_scales(gen, (n_out, 1), 0 if hi > 1e38 else -6, 6)  # |t| stays below 3.4e38
     t = torch.zeros(n_out, 1)
     w = torch.randn(n_out, 1, generator=gen)
-    got, want = run(x, s, t, w, "shannon", oracle=True)
+    got, want = run(*(a.to(dtype) for a in (x, s, t, w)), "shannon", oracle=True)
     assert torch.isfinite(got).all()
     # relative, with a floor of a few subnormal steps (w sin(t) / t is subnormal near |t| = 3e38)
-    err = ((got.double() - want).abs() / (want.abs() + 2.0**-149 * 1e7)).max().item()
-    assert err <= 1e-6, f"|t| in [{lo:g}, {hi:g}): relative error {err:.3g}"
+    tol, floor = (1e-6, 2.0**-149 * 1e7) if dtype == torch.float32 else (1e-14, 0.0)
+    err = ((got.double() - want).abs() / (want.abs() + floor)).max().item()
+    assert err <= tol, f"{dtype}, |t| in [{lo:g}, {hi:g}): relative error {err:.3g}"
 
 
 def test_shannon_against_reference():

@@ -69,7 +69,7 @@ TEST(VecMath, SinCosFastPathFloat) {
   ASSERT_TRUE(xs.size() > 100000);
   float worst = 0;
   const double m = max_ulps<CpuVecMath>(xs, &worst);
-  EXPECT_TRUE(m <= 2.5);
+  EXPECT_TRUE(m <= 3.0);
   std::cout << "fast path, |x| <= " << fast_max << ": max " << m << " ulp at " << worst << "\n";
 }
 
@@ -77,7 +77,7 @@ TEST(VecMath, SinCosExactEveryFloat) {
   const std::vector<float> xs = arguments(0.0f, std::numeric_limits<float>::max());
   float worst = 0;
   const double m = max_ulps<CpuVecMathExact>(xs, &worst);
-  EXPECT_TRUE(m <= 2.5);
+  EXPECT_TRUE(m <= 3.0);
   std::cout << "exact, every finite x: max " << m << " ulp at " << worst << "\n";
   // the far path alone (it is what |x| > sincos_far_max uses), from |x| = 1 on
   double far = 0;
@@ -85,7 +85,7 @@ TEST(VecMath, SinCosExactEveryFloat) {
     const auto sc = swisk::cpu::sincos_far(x);
     far = std::max({far, ulps(sc.s, std::sin(double(x))), ulps(sc.c, std::cos(double(x)))});
   }
-  EXPECT_TRUE(far <= 2.5);
+  EXPECT_TRUE(far <= 3.0);
   std::cout << "far path, |x| >= 1: max " << far << " ulp\n";
 }
 
@@ -110,5 +110,33 @@ TEST(VecMath, SinCosVectorLoopMatchesScalar) {
   double m = 0;
   for (size_t i = 0; i < xs.size(); ++i)
     m = std::max({m, ulps(s[i], std::sin(double(xs[i]))), ulps(c[i], std::cos(double(xs[i])))});
-  EXPECT_TRUE(m <= 2.5);
+  EXPECT_TRUE(m <= 3.0);
+}
+
+// double: the vector path to sincos_fast_max, the far one beyond, against long double libm: within
+// 2^-52 absolute everywhere and a few ulp away from the zeros.
+TEST(VecMath, SinCosExactDouble) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<uint64_t> bits(0, 0x7fefffffffffffffull);
+  const long double pio2 = 1.570796326794896619231321691639751442L;
+  std::vector<double> xs;
+  for (int i = 0; i < 200000; ++i) xs.push_back(__builtin_bit_cast(double, bits(rng)));
+  for (long double k = 1; k < 1e6; k = std::ceil(k * 1.01L)) xs.push_back(double(k * pio2));
+  for (int e = 0; e <= 1023; ++e) xs.push_back(std::ldexp(1.0, e));
+  xs.push_back(std::numeric_limits<double>::max());
+  xs.push_back(VecTraits<double>::sincos_fast_max);
+  double worst_abs = 0, worst_rel = 0;
+  for (double x : xs)
+    for (double sx : {x, -x}) {
+      const long double rs = std::sin((long double)sx), rc = std::cos((long double)sx);
+      const double s = CpuVecMathExact::sin(sx), c = CpuVecMathExact::cos(sx);
+      const double ea = double(std::max(std::fabs(s - rs), std::fabs(c - rc)));
+      worst_abs = std::max(worst_abs, ea);
+      if (std::fabs(rs) > 1e-3L && std::fabs(rc) > 1e-3L)
+        worst_rel = std::max(worst_rel, double(std::max(std::fabs(s / rs - 1), std::fabs(c / rc - 1))));
+    }
+  EXPECT_TRUE(worst_abs <= 0x1p-52);
+  EXPECT_TRUE(worst_rel <= 8 * 0x1p-53);
+  std::cout << "double: max abs " << worst_abs << ", max rel (|sin|, |cos| > 1e-3) " << worst_rel << "\n";
+  EXPECT_TRUE(std::isnan(CpuVecMathExact::sin(std::numeric_limits<double>::infinity())));
 }

@@ -1,7 +1,7 @@
 // exp / sin / cos as straight-line polynomial code (no libm calls, selects instead of branches), so
 // GCC vectorises loops over them; float and double, within a few ulp on the ranges the kernels use.
 // vsincos is exact in its reduction only for |x| <= VecTraits::sincos_fast_max; sincos_far (scalar,
-// Payne–Hanek) serves larger float arguments, and CpuVecMathExact picks between the two per value.
+// Payne–Hanek) serves larger arguments, and CpuVecMathExact picks between the two per value.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +34,8 @@ struct VecTraits<double> {
   static constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
   static constexpr double pio2_1 = 1.57079632673412561417e+00, pio2_2 = 6.07710050630396597660e-11,
                           pio2_3 = 2.02226624879595063154e-21, pio2_4 = 0.0;
-  // pio2_1, pio2_2 hold 33 bits: exact products for q < 2^20. No far path for double yet.
-  static constexpr double sincos_fast_max = __builtin_inf();
+  // pio2_1, pio2_2 hold 33 bits: exact products for q < 2^20, and the reduction errs by < 2^-100
+  static constexpr double sincos_fast_max = 1.6e6;
 };
 
 // Taylor coefficients 1/k! (exp) and (-1)^k/(2k+1)!, (-1)^k/(2k)! (sin, cos), built at compile time.
@@ -108,41 +108,56 @@ SK_VEC_INLINE VecSinCos<A> vsincos(A x) {
   return vsincos_quadrant<A>(r, __builtin_bit_cast(typename V::U, kd));
 }
 
-// sin and cos of a finite float x with |x| >= 1, reduced exactly (Payne–Hanek): x = m 2^e with m an
-// integer < 2^24, and x 2/pi mod 4 needs only the 96 bits of 2/pi from 2^-(e-1) on (earlier bits give
-// multiples of 4, later ones < 2^-70). Non-finite x gives NaN. Scalar; for the rare far arguments.
-__attribute__((noinline)) inline VecSinCos<float> sincos_far(float x) {
-  // 2/pi in binary: bits 2^-1 .. 2^-256, 32 to a word
-  static constexpr uint32_t two_over_pi[8] = {0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0,
-                                              0xDB629599, 0x3C439041, 0xFE5163AB, 0xDEBBC561};
-  if (!(x - x == 0.0f)) return {x - x, x - x};
+// x = (q + f) pi/2 with |f| <= 1/2, for x = m 2^e, m < 2^53 an integer, |x| >= 1 (Payne–Hanek): x 2/pi
+// mod 4 needs only the 192 bits of 2/pi from 2^-(e-1) on (earlier bits give multiples of 4, later ones
+// < 2^-137). Returns r = f pi/2 to about 1 ulp of double.
+inline double reduce_far(uint64_t m, int e, uint32_t* q) {
+  // 2/pi in binary: bits 2^-1 .. 2^-1280, 64 to a word
+  static constexpr uint64_t two_over_pi[20] = {
+      0xA2F9836E4E441529, 0xFC2757D1F534DDC0, 0xDB6295993C439041, 0xFE5163ABDEBBC561, 0xB7246E3A424DD2E0,
+      0x06492EEA09D1921C, 0xFE1DEB1CB129A73E, 0xE88235F52EBB4484, 0xE99C7026B45F7E41, 0x3991D639835339F4,
+      0x9C845F8BBDF9283B, 0x1FF897FFDE05980F, 0xEF2F118B5A0A6D1F, 0x6D367ECF27CB09B7, 0x4F463F669E5FEA2D,
+      0x7527BAC7EBE5F17B, 0x3D0739F78A5292EA, 0x6BFB5FB11F8D5D08, 0x56033046FC7B6BAB, 0xF0CFBC209AF4361D};
   using u128 = unsigned __int128;
-  const uint32_t bits = __builtin_bit_cast(uint32_t, x), be = (bits >> 23) & 0xff;
-  const uint64_t m = (bits & 0x7fffff) | (be ? 0x800000u : 0u);
-  const int e = int(be ? be : 1) - 150;
-  // W = bits j0 .. j0 + 95 of 2/pi (bit j weighs 2^-j, none for j < 1), j0 = e - 1
-  const int j0 = e - 1, w0 = (j0 - 1) >= 0 ? (j0 - 1) / 32 : -((32 - j0) / 32), sh = (j0 - 1) - 32 * w0;
-  u128 win = 0;
-  for (int k = 0; k < 4; ++k) {
-    const int w = w0 + k;
-    win = (win << 32) | (w >= 0 && w < 8 ? two_over_pi[w] : 0u);
-  }
-  const u128 W = (win << sh) >> 32;
-  // x 2/pi = m W 2^-94 (mod 4): the quadrant is bits 94..95 of m W, the fraction the bits below
-  const u128 P = m * W;
-  const uint64_t f = uint64_t((P << 34) >> 64);  // top 64 bits of the fraction
-  const uint32_t q = uint32_t(P >> 94) + uint32_t(f >> 63);  // round to the nearest quadrant
-  // the signed remainder in quadrants, times pi/2
-  const double r = double(int64_t(f)) * 0x1.921fb54442d18p-64;
-  const float rs = float(bits >> 31 ? -r : r);
-  return vsincos_quadrant<float>(rs, bits >> 31 ? 0u - q : q);
+  // W = bits j0 .. j0 + 191 of 2/pi (bit j weighs 2^-j, none for j < 1), j0 = e - 1, as W[0] (top) .. W[2]
+  const int j0 = e - 1, w0 = j0 - 1 >= 0 ? (j0 - 1) / 64 : -((64 - j0) / 64), sh = (j0 - 1) - 64 * w0;
+  uint64_t a[4], W[3];
+  for (int k = 0; k < 4; ++k) a[k] = w0 + k >= 0 && w0 + k < 20 ? two_over_pi[w0 + k] : 0;
+  for (int k = 0; k < 3; ++k) W[k] = sh ? (a[k] << sh) | (a[k + 1] >> (64 - sh)) : a[k];
+  // P = m W as limbs P3 (top) .. P0; x 2/pi = P 2^-190 (mod 4): the quadrant is bits 190..191
+  const u128 p0 = u128(m) * W[2], p1 = u128(m) * W[1], p2 = u128(m) * W[0];
+  const u128 c = (p0 >> 64) + uint64_t(p1);
+  const u128 d = (p1 >> 64) + uint64_t(p2) + (c >> 64);
+  const uint64_t P0 = uint64_t(p0), P1 = uint64_t(c), P2 = uint64_t(d);
+  // the 128 fraction bits below the quadrant, signed: rounds to the nearest quadrant
+  const uint64_t hi = (P2 << 2) | (P1 >> 62), lo = (P1 << 2) | (P0 >> 62);
+  *q = uint32_t(P2 >> 62) + uint32_t(hi >> 63);
+  const __int128 F = __int128((u128(hi) << 64) | lo) >> 1;  // |F| <= 2^126: double(F) stays in range
+  const double fa = double(F), fb = double(F - __int128(fa));  // F = fa + fb to 2^-106
+  // r = F 2^-127 (pio2_hi + pio2_lo); the terms below fa pio2_hi's rounding, for what they add
+  const double A = fa * 0x1p-127, B = fb * 0x1p-127;
+  return A * 0x1.921fb54442d18p+0 + (A * 0x1.1a62633145c07p-54 + B * 0x1.921fb54442d18p+0);
 }
-inline VecSinCos<double> sincos_far(double x) { return vsincos<double>(x); }
+
+// sin and cos of x with |x| >= 1, reduced exactly (scalar; for the rare far arguments). NaN for inf, NaN.
+template <typename A>
+__attribute__((noinline)) VecSinCos<A> sincos_far(A x) {
+  using V = VecTraits<A>;
+  using U = typename V::U;
+  if (!(x - x == A(0))) return {x - x, x - x};
+  constexpr int ebits = 8 * int(sizeof(A)) - 1 - V::mant;
+  const U bits = __builtin_bit_cast(U, x), be = (bits >> V::mant) & ((U(1) << ebits) - 1);
+  const uint64_t m = uint64_t(bits & ((U(1) << V::mant) - 1)) | (be ? uint64_t(1) << V::mant : 0);
+  uint32_t q;
+  const double r = reduce_far(m, int(be ? be : 1) - V::bias - V::mant, &q);
+  const bool neg = bits >> (8 * sizeof(A) - 1);
+  return vsincos_quadrant<A>(A(neg ? -r : r), U(neg ? 0u - q : q));
+}
 
 // sin and cos of any x: the vector reduction where it is exact, else the far one.
 template <typename A>
 inline VecSinCos<A> vsincos_exact(A x) {
-  return (x < A(0) ? -x : x) <= VecTraits<A>::sincos_fast_max ? vsincos<A>(x) : sincos_far(x);
+  return (x < A(0) ? -x : x) <= VecTraits<A>::sincos_fast_max ? vsincos<A>(x) : sincos_far<A>(x);
 }
 
 // sin(pi x) and cos(pi x): x = q/2 + r exactly, so no error grows with |x|.
