@@ -124,7 +124,7 @@ inline double reduce_far(uint64_t m, int e, uint32_t* q) {
   uint64_t a[4], W[3];
   for (int k = 0; k < 4; ++k) a[k] = w0 + k >= 0 && w0 + k < 20 ? two_over_pi[w0 + k] : 0;
   for (int k = 0; k < 3; ++k) W[k] = sh ? (a[k] << sh) | (a[k + 1] >> (64 - sh)) : a[k];
-  // P = m W as limbs P3 (top) .. P0; x 2/pi = P 2^-190 (mod 4): the quadrant is bits 190..191
+  // P = m W mod 2^192 (higher bits are multiples of 4) as limbs P2..P0; x 2/pi = P 2^-190 (mod 4)
   const u128 p0 = u128(m) * W[2], p1 = u128(m) * W[1], p2 = u128(m) * W[0];
   const u128 c = (p0 >> 64) + uint64_t(p1);
   const u128 d = (p1 >> 64) + uint64_t(p2) + (c >> 64);
