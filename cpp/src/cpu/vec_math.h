@@ -1,5 +1,7 @@
 // exp / sin / cos as straight-line polynomial code (no libm calls, selects instead of branches), so
 // GCC vectorises loops over them; float and double, within a few ulp on the ranges the kernels use.
+// vsincos is exact in its reduction only for |x| <= VecTraits::sincos_fast_max; sincos_far (scalar,
+// Payne–Hanek) serves larger arguments, and CpuVecMathExact picks between the two per value.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,11 @@ struct VecTraits<float> {
   static constexpr float shift = 0x1.8p23f;  // adding it rounds to an integer held in the low bits
   static constexpr float exp_lo = -87.0f;    // e^x below it flushes to 0
   static constexpr float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-  static constexpr float pio2_1 = 1.5703125f, pio2_2 = 4.837512969970703125e-4f, pio2_3 = 7.54978995489188216e-8f;
+  // pi/2 = pio2_1 + pio2_2 + pio2_3 + pio2_4 to 2^-81: the first three hold 12 bits each, so q pio2_k
+  // is exact for q <= 2^12, and the reduction errs by < 2^-47 up to sincos_fast_max.
+  static constexpr float pio2_1 = 0x1.922p0f, pio2_2 = -0x1.2aep-18f, pio2_3 = -0x1.deap-31f,
+                         pio2_4 = 0x1.184698p-44f;
+  static constexpr float sincos_fast_max = 6400.0f;  // < (2^12 - 1/2) pi/2
 };
 template <>
 struct VecTraits<double> {
@@ -27,7 +33,9 @@ struct VecTraits<double> {
   static constexpr double exp_lo = -708.0;
   static constexpr double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
   static constexpr double pio2_1 = 1.57079632673412561417e+00, pio2_2 = 6.07710050630396597660e-11,
-                          pio2_3 = 2.02226624879595063154e-21;
+                          pio2_3 = 2.02226624879595063154e-21, pio2_4 = 0.0;
+  // pio2_1, pio2_2 hold 33 bits: exact products for q < 2^20, and the reduction errs by < 2^-100
+  static constexpr double sincos_fast_max = 1.6e6;
 };
 
 // Taylor coefficients 1/k! (exp) and (-1)^k/(2k+1)!, (-1)^k/(2k)! (sin, cos), built at compile time.
@@ -80,11 +88,13 @@ SK_VEC_INLINE VecSinCos<A> vsincos_quadrant(A r, typename VecTraits<A>::U q) {
   for (int k = V::sin_deg / 2 - 1; k >= 0; --k) ps = ps * r2 + C.sin[k];
   for (int k = V::sin_deg / 2; k >= 0; --k) pc = pc * r2 + C.cos[k];
   ps *= r;
-  const A nps = -ps, npc = -pc;
-  const typename V::U m = q & 3;  // quadrant: sin = ps, pc, -ps, -pc; cos = pc, -ps, -pc, ps
-  const A s = m == 0 ? ps : (m == 1 ? pc : (m == 2 ? nps : npc));
-  const A c = m == 0 ? pc : (m == 1 ? nps : (m == 2 ? npc : ps));
-  return {s, c};
+  // quadrant q: sin = ps, pc, -ps, -pc; cos = pc, -ps, -pc, ps (odd q swaps, bit 1 of q / q + 1 negates)
+  using U = typename V::U;
+  constexpr int top = 8 * sizeof(U) - 2;
+  const bool odd = q & 1;
+  const A s = odd ? pc : ps, c = odd ? ps : pc;
+  return {__builtin_bit_cast(A, __builtin_bit_cast(U, s) ^ ((q & 2) << top)),
+          __builtin_bit_cast(A, __builtin_bit_cast(U, c) ^ (((q + 1) & 2) << top))};
 }
 
 // sin and cos of x.
@@ -93,8 +103,61 @@ SK_VEC_INLINE VecSinCos<A> vsincos(A x) {
   using V = VecTraits<A>;
   const A kd = x * A(0.63661977236758134308) + V::shift;
   const A q = kd - V::shift;
-  const A r = ((x - q * V::pio2_1) - q * V::pio2_2) - q * V::pio2_3;
+  A r = ((x - q * V::pio2_1) - q * V::pio2_2) - q * V::pio2_3;
+  if constexpr (V::pio2_4 != A(0)) r -= q * V::pio2_4;
   return vsincos_quadrant<A>(r, __builtin_bit_cast(typename V::U, kd));
+}
+
+// x = (q + f) pi/2 with |f| <= 1/2, for x = m 2^e, m < 2^53 an integer, |x| >= 1 (Payne–Hanek): x 2/pi
+// mod 4 needs only the 192 bits of 2/pi from 2^-(e-1) on (earlier bits give multiples of 4, later ones
+// < 2^-137). Returns r = f pi/2 to about 1 ulp of double.
+inline double reduce_far(uint64_t m, int e, uint32_t* q) {
+  // 2/pi in binary: bits 2^-1 .. 2^-1280, 64 to a word
+  static constexpr uint64_t two_over_pi[20] = {
+      0xA2F9836E4E441529, 0xFC2757D1F534DDC0, 0xDB6295993C439041, 0xFE5163ABDEBBC561, 0xB7246E3A424DD2E0,
+      0x06492EEA09D1921C, 0xFE1DEB1CB129A73E, 0xE88235F52EBB4484, 0xE99C7026B45F7E41, 0x3991D639835339F4,
+      0x9C845F8BBDF9283B, 0x1FF897FFDE05980F, 0xEF2F118B5A0A6D1F, 0x6D367ECF27CB09B7, 0x4F463F669E5FEA2D,
+      0x7527BAC7EBE5F17B, 0x3D0739F78A5292EA, 0x6BFB5FB11F8D5D08, 0x56033046FC7B6BAB, 0xF0CFBC209AF4361D};
+  using u128 = unsigned __int128;
+  // W = bits j0 .. j0 + 191 of 2/pi (bit j weighs 2^-j, none for j < 1), j0 = e - 1, as W[0] (top) .. W[2]
+  const int j0 = e - 1, w0 = j0 - 1 >= 0 ? (j0 - 1) / 64 : -((64 - j0) / 64), sh = (j0 - 1) - 64 * w0;
+  uint64_t a[4], W[3];
+  for (int k = 0; k < 4; ++k) a[k] = w0 + k >= 0 && w0 + k < 20 ? two_over_pi[w0 + k] : 0;
+  for (int k = 0; k < 3; ++k) W[k] = sh ? (a[k] << sh) | (a[k + 1] >> (64 - sh)) : a[k];
+  // P = m W mod 2^192 (higher bits are multiples of 4) as limbs P2..P0; x 2/pi = P 2^-190 (mod 4)
+  const u128 p0 = u128(m) * W[2], p1 = u128(m) * W[1], p2 = u128(m) * W[0];
+  const u128 c = (p0 >> 64) + uint64_t(p1);
+  const u128 d = (p1 >> 64) + uint64_t(p2) + (c >> 64);
+  const uint64_t P0 = uint64_t(p0), P1 = uint64_t(c), P2 = uint64_t(d);
+  // the 128 fraction bits below the quadrant, signed: rounds to the nearest quadrant
+  const uint64_t hi = (P2 << 2) | (P1 >> 62), lo = (P1 << 2) | (P0 >> 62);
+  *q = uint32_t(P2 >> 62) + uint32_t(hi >> 63);
+  const __int128 F = __int128((u128(hi) << 64) | lo) >> 1;  // |F| <= 2^126: double(F) stays in range
+  const double fa = double(F), fb = double(F - __int128(fa));  // F = fa + fb to 2^-106
+  // r = F 2^-127 (pio2_hi + pio2_lo); the terms below fa pio2_hi's rounding, for what they add
+  const double A = fa * 0x1p-127, B = fb * 0x1p-127;
+  return A * 0x1.921fb54442d18p+0 + (A * 0x1.1a62633145c07p-54 + B * 0x1.921fb54442d18p+0);
+}
+
+// sin and cos of x with |x| >= 1, reduced exactly (scalar; for the rare far arguments). NaN for inf, NaN.
+template <typename A>
+__attribute__((noinline)) VecSinCos<A> sincos_far(A x) {
+  using V = VecTraits<A>;
+  using U = typename V::U;
+  if (!(x - x == A(0))) return {x - x, x - x};
+  constexpr int ebits = 8 * int(sizeof(A)) - 1 - V::mant;
+  const U bits = __builtin_bit_cast(U, x), be = (bits >> V::mant) & ((U(1) << ebits) - 1);
+  const uint64_t m = uint64_t(bits & ((U(1) << V::mant) - 1)) | (be ? uint64_t(1) << V::mant : 0);
+  uint32_t q;
+  const double r = reduce_far(m, int(be ? be : 1) - V::bias - V::mant, &q);
+  const bool neg = bits >> (8 * sizeof(A) - 1);
+  return vsincos_quadrant<A>(A(neg ? -r : r), U(neg ? 0u - q : q));
+}
+
+// sin and cos of any x: the vector reduction where it is exact, else the far one.
+template <typename A>
+inline VecSinCos<A> vsincos_exact(A x) {
+  return (x < A(0) ? -x : x) <= VecTraits<A>::sincos_fast_max ? vsincos<A>(x) : sincos_far<A>(x);
 }
 
 // sin(pi x) and cos(pi x): x = q/2 + r exactly, so no error grows with |x|.
@@ -119,6 +182,14 @@ struct CpuVecMath {
   static SK_VEC_INLINE A sinpi(A x) { return vsincospi<A>(x).s; }
   template <typename A>
   static SK_VEC_INLINE A cospi(A x) { return vsincospi<A>(x).c; }
+};
+
+// The same with sin and cos exact for every argument (scalar: the rows that hold far arguments).
+struct CpuVecMathExact : CpuVecMath {
+  template <typename A>
+  static A sin(A x) { return vsincos_exact<A>(x).s; }
+  template <typename A>
+  static A cos(A x) { return vsincos_exact<A>(x).c; }
 };
 
 }  // namespace swisk::cpu

@@ -4,6 +4,8 @@
 // Backward, one pass: a task (L input features x a chunk of out) owns the parameter gradients it
 // touches (reduced over the batch) and a partial dx (reduced over its outputs); the partials are
 // added in a fixed order, so nothing is shared between threads and results are deterministic.
+// The vector sin/cos reduce exactly only up to sincos_fast_max; a block whose |t| may pass that (bounded
+// from per-row and per-output maxima found while packing) runs the scalar CpuVecMathExact instead.
 #include "swisk/ops/wavelet.h"
 
 #include <algorithm>
@@ -32,7 +34,21 @@ template <typename A>
 struct Packed {
   int64_t rows = 0, in = 0, out = 0, ld = 0;  // ld: in rounded up to the lane count
   std::vector<A> x, tr, rc, w;
+  // bounds of |t| = |x - tr| |rc| <= xmax[n] rmax[o] + trmax[o] (forward), xcol[i] |rc| + |tr rc| (backward)
+  std::vector<A> xmax, xcol, rmax, trmax;
 };
+
+// |t| beyond which wavelet K needs the exact sin/cos. Morlet's cos(5t) is multiplied by e^(-t^2/2),
+// exactly 0 past |t| = 13.2, so bounded values suffice there; the others use no sin/cos of t.
+template <int K, typename A>
+constexpr A far_t() {
+  return K == SK_WAV_shannon ? VecTraits<A>::sincos_fast_max : A(__builtin_inf());
+}
+
+template <typename A>
+SK_VEC_INLINE A vabs(A v) {
+  return v < A(0) ? -v : v;
+}
 
 template <typename T, typename A>
 static Packed<A> pack(const TensorView& x, const TensorView& scale, const TensorView& trans, const TensorView& weight,
@@ -46,10 +62,19 @@ static Packed<A> pack(const TensorView& x, const TensorView& scale, const Tensor
   P.rc.assign(P.out * P.ld, A(1));
   P.w.assign(P.out * P.ld, A(0));
   const T *xs = x.ptr<const T>(), *ss = scale.ptr<const T>(), *ts = trans.ptr<const T>(), *ws = weight.ptr<const T>();
+  P.xmax.assign(P.rows, A(0));
+  P.rmax.assign(P.out, A(0));
+  P.trmax.assign(P.out, A(0));
   parallel_for(P.rows, 64, [&](int64_t lo, int64_t hi) {
     for (int64_t n = lo; n < hi; ++n)
-      for (int64_t i = 0; i < P.in; ++i) P.x[n * P.ld + i] = A(float_of(xs[n * P.in + i]));
+      for (int64_t i = 0; i < P.in; ++i) {
+        P.x[n * P.ld + i] = A(float_of(xs[n * P.in + i]));
+        P.xmax[n] = std::max(P.xmax[n], vabs(P.x[n * P.ld + i]));
+      }
   });
+  P.xcol.assign(P.ld, A(0));
+  for (int64_t n = 0; n < P.rows; ++n)
+    for (int64_t i = 0; i < P.in; ++i) P.xcol[i] = std::max(P.xcol[i], vabs(P.x[n * P.ld + i]));
   parallel_for(P.out, 64, [&](int64_t lo, int64_t hi) {
     for (int64_t o = lo; o < hi; ++o)
       for (int64_t i = 0; i < P.in; ++i) {
@@ -57,6 +82,8 @@ static Packed<A> pack(const TensorView& x, const TensorView& scale, const Tensor
         P.tr[o * P.ld + i] = A(float_of(ts[e]));
         P.rc[o * P.ld + i] = A(1) / A(float_of(ss[e]));
         P.w[o * P.ld + i] = A(float_of(ws[e]));
+        P.rmax[o] = std::max(P.rmax[o], vabs(P.rc[o * P.ld + i]));
+        P.trmax[o] = std::max(P.trmax[o], vabs(P.tr[o * P.ld + i] * P.rc[o * P.ld + i]));
       }
   });
   return P;
@@ -72,21 +99,50 @@ SK_VEC_INLINE A lane_sum(const A* acc) {
   return v[0];
 }
 
+// sum_i w psi(t) over one row of x and one output's parameters.
+template <int K, class M, typename A>
+SK_VEC_INLINE A fwd_dot(const A* x, const A* tr, const A* rc, const A* w, int64_t ld) {
+  constexpr int L = lanes<A>();
+  A acc[L] = {};
+  for (int64_t i = 0; i < ld; i += L)
+    for (int l = 0; l < L; ++l) {
+      const A t = (x[i + l] - tr[i + l]) * rc[i + l];
+      acc[l] += w[i + l] * wavelet_eval<K, false, M>(t).v;
+    }
+  return lane_sum<A, L>(acc);
+}
+
 // y[n, o] for n in [n0, n1), o in [o0, o1).
 template <int K, typename T, typename A>
 SK_CLONES void fwd_block(const Packed<A>& P, T* y, int64_t n0, int64_t n1, int64_t o0, int64_t o1) {
-  constexpr int L = lanes<A>();
   for (int64_t o = o0; o < o1; ++o) {
     const A *tr = &P.tr[o * P.ld], *rc = &P.rc[o * P.ld], *w = &P.w[o * P.ld];
     for (int64_t n = n0; n < n1; ++n) {
       const A* x = &P.x[n * P.ld];
-      A acc[L] = {};
-      for (int64_t i = 0; i < P.ld; i += L)
-        for (int l = 0; l < L; ++l) {
-          const A t = (x[i + l] - tr[i + l]) * rc[i + l];
-          acc[l] += w[i + l] * wavelet_eval<K, false, CpuVecMath>(t).v;
-        }
-      y[n * P.out + o] = T(lane_sum<A, L>(acc));
+      const bool far = P.xmax[n] * P.rmax[o] + P.trmax[o] > far_t<K, A>();
+      const A v = far ? fwd_dot<K, CpuVecMathExact>(x, tr, rc, w, P.ld) : fwd_dot<K, CpuVecMath>(x, tr, rc, w, P.ld);
+      y[n * P.out + o] = T(v);
+    }
+  }
+}
+
+// The batch loop of bwd_block for one output: a1 += g psi, a2 += g psi', a3 += g psi' t, dx += g psi' w / s.
+template <int K, class M, typename A>
+SK_VEC_INLINE void bwd_rows(const Packed<A>& P, const A* g, A* dxa, int64_t i0, const A* tr, const A* rc, const A* wr,
+                            A* a1, A* a2, A* a3) {
+  constexpr int L = lanes<A>();
+  for (int64_t n = 0; n < P.rows; ++n) {
+    const A gn = g[n];
+    const A* __restrict x = &P.x[n * P.ld + i0];
+    A* __restrict d = dxa + n * L;
+    for (int l = 0; l < L; ++l) {
+      const A t = (x[l] - tr[l]) * rc[l];
+      const WavVal<A> v = wavelet_eval<K, true, M>(t);
+      const A gd = gn * v.d;
+      a1[l] += gn * v.v;
+      a2[l] += gd;
+      a3[l] += gd * t;
+      d[l] += gd * wr[l];
     }
   }
 }
@@ -106,21 +162,13 @@ SK_CLONES void bwd_block(const Packed<A>& P, const A* gT, A* dxa, int64_t i0, in
       rc[l] = P.rc[o * P.ld + i0 + l];
       wr[l] = P.w[o * P.ld + i0 + l] * rc[l];
     }
+    A bound = 0;
+    for (int l = 0; l < L; ++l) bound = std::max(bound, P.xcol[i0 + l] * vabs(rc[l]) + vabs(tr[l] * rc[l]));
     const A* g = gT + o * P.rows;
-    for (int64_t n = 0; n < P.rows; ++n) {
-      const A gn = g[n];
-      const A* __restrict x = &P.x[n * P.ld + i0];
-      A* __restrict d = dxa + n * L;
-      for (int l = 0; l < L; ++l) {
-        const A t = (x[l] - tr[l]) * rc[l];
-        const WavVal<A> v = wavelet_eval<K, true, CpuVecMath>(t);
-        const A gd = gn * v.d;
-        a1[l] += gn * v.v;
-        a2[l] += gd;
-        a3[l] += gd * t;
-        d[l] += gd * wr[l];
-      }
-    }
+    if (bound > far_t<K, A>())
+      bwd_rows<K, CpuVecMathExact>(P, g, dxa, i0, tr, rc, wr, a1, a2, a3);
+    else
+      bwd_rows<K, CpuVecMath>(P, g, dxa, i0, tr, rc, wr, a1, a2, a3);
     for (int l = 0; l < L && i0 + l < P.in; ++l) {
       const int64_t e = o * P.in + i0 + l;
       dweight[e] = T(a1[l]);
