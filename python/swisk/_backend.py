@@ -64,7 +64,7 @@ def use_cpu_backend(name: str):
 def backend_for(t: torch.Tensor) -> str:
     """The backend that runs an op whose first input is t."""
     if t.is_cpu:
-        return getattr(_state, "cpu_backend", "cpu")
+        return cpu_backend()
     return "cuda" if t.is_cuda else t.device.type
 
 

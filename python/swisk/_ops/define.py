@@ -32,8 +32,8 @@ class OpSpec:
     outputs: tuple
     prepare: Callable                      # _C.<name>_prepare(*views, *scalars, *extra, backend)
     fake_shapes: Callable                  # (*args) -> output shapes, for symbolic sizes
+    reference: Callable                    # the plain-torch formulation: derivatives the kernels lack
     backward: Optional[Callable] = None    # (needs_input_grad, saved inputs, scalars, grads) -> input grads
-    reference: Optional[Callable] = None   # the plain-torch formulation: derivatives the kernels lack
     extra: Optional[Callable] = None       # (backend) -> extra prepare arguments read at call time
     autocast: Optional[str] = None         # "fp32": cast floating inputs up; "lower": to the autocast dtype
     row_outputs: tuple = ()                # outputs with x's leading (row) dims: the vmap rule merges those
@@ -133,12 +133,10 @@ def _autograd(spec: OpSpec, op):
     (a backward op's own backward, forward mode) come from the op's formulation (formulation.py)."""
     n_in = spec.n_in
 
-    def backward_of(needs, saved, scalars, grads):
+    def backward_of(needs, saved, scalars, grads):  # the kernels' backward op, else the formulation's
         if spec.backward is not None:
             return spec.backward(needs, saved, scalars, grads)
-        if spec.reference is not None:
-            return formulation.vjp(spec, needs, saved, scalars, grads)
-        raise NotImplementedError(f"[{spec.name}] the derivative of this op is not implemented")
+        return formulation.vjp(spec, needs, saved, scalars, grads)
 
     class Fn(torch.autograd.Function):
         @staticmethod
@@ -180,8 +178,6 @@ def _autograd(spec: OpSpec, op):
 
         @staticmethod
         def jvp(ctx, _keyset, *tangents):
-            if spec.reference is None:
-                raise NotImplementedError(f"[{spec.name}] forward-mode AD (jvp) is not implemented")
             return formulation.jvp(spec, ctx.primals, ctx.scalars, tangents[:n_in])
 
     FnT.__name__ = f"{spec.name}_func"
