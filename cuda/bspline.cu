@@ -1,46 +1,61 @@
-// CUDA entry points and launches of the B-spline basis kernels (bodies: swisk/kernels/bspline.h).
+// CUDA entry points and launches of the B-spline expansion kernels (bodies: swisk/kernels/bspline.h).
 #include "launch.h"
 #include "dtype_dispatch.h"
 #include "swisk/ops/bspline.h"
 
 namespace swisk::SWISK_CUDA_NS {
 
-template <typename T>
-__global__ void bspline_basis_kernel(BsplineParams p, const T* x, const T* grid, T* out) {
-  bspline_basis_body<T>(cuda_idx(), p, x, grid, out);
+template <sk_i32 M, typename T>
+__global__ void bspline_expand_kernel(BsplineParams p, const T* x, const T* grid, T* out) {
+  bspline_expand_body<M, T>(cuda_idx(), p, x, grid, out);
 }
 
-template <typename T>
-__global__ void bspline_basis_backward_kernel(BsplineParams p, const T* x, const T* grid, const T* go, T* gx) {
-  bspline_basis_backward_body<T>(cuda_idx(), p, x, grid, go, gx);
+template <sk_i32 M, typename T>
+__global__ void bspline_contract_kernel(BsplineParams p, const T* x, const T* grid, const T* g, T* gx) {
+  bspline_contract_body<M, T>(cuda_idx(), p, x, grid, g, gx);
 }
 
-static void basis(const BsplineBasisArgs& a) {
-  const BsplineParams p = bspline_params(a.x, a.grid, a.order);
+// f(std::integral_constant<int, M>) for the order's register bucket (bspline_gpu_bucket).
+template <class F>
+void dispatch_bucket(const BsplineParams& p, F&& f) {
+  switch (bspline_gpu_bucket(p.order)) {
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 7: return f(std::integral_constant<int, 7>{});
+    default: return f(std::integral_constant<int, 15>{});
+  }
+}
+
+static void expand(const BsplineBasisArgs& a) {
+  const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
   const dim3 grid = to_dim3(bspline_basis_grid(p)), block(SWISK_STRIDE_THREADS);
-  const DeviceGuard guard("bspline_basis", a.x);
-  dispatch_float<false>(a.x.dtype, "bspline_basis", [&](auto tag) {
+  const DeviceGuard guard("bspline_expand", a.x);
+  dispatch_float<false>(a.x.dtype, "bspline_expand", [&](auto tag) {
     using T = decltype(tag);
-    SWISK_LAUNCH(bspline_basis_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(), a.grid.ptr<const T>(),
-                 a.out.ptr<T>());
+    dispatch_bucket(p, [&](auto m) {
+      const auto expand_kernel = bspline_expand_kernel<m(), T>;
+      SWISK_LAUNCH(expand_kernel, grid, block, a.launch.stream, p, a.x.ptr<const T>(),
+                   a.grid.ptr<const T>(), a.out.ptr<T>());
+    });
   });
 }
 
-static void basis_backward(const BsplineBasisBackwardArgs& a) {
-  const BsplineParams p = bspline_params(a.x, a.grid, a.order);
+static void contract(const BsplineContractArgs& a) {
+  const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
   const dim3 grid = to_dim3(bspline_basis_grid(p)), block(SWISK_STRIDE_THREADS);
-  const DeviceGuard guard("bspline_basis_backward", a.x);
-  dispatch_float<false>(a.x.dtype, "bspline_basis_backward", [&](auto tag) {
+  const DeviceGuard guard("bspline_contract", a.x);
+  dispatch_float<false>(a.x.dtype, "bspline_contract", [&](auto tag) {
     using T = decltype(tag);
-    SWISK_LAUNCH(bspline_basis_backward_kernel<T>, grid, block, a.launch.stream, p, a.x.ptr<const T>(),
-                 a.grid.ptr<const T>(), a.grad_out.ptr<const T>(), a.grad_x.ptr<T>());
+    dispatch_bucket(p, [&](auto m) {
+      const auto contract_kernel = bspline_contract_kernel<m(), T>;
+      SWISK_LAUNCH(contract_kernel, grid, block, a.launch.stream, p, a.x.ptr<const T>(),
+                   a.grid.ptr<const T>(), a.grad.ptr<const T>(), a.grad_x.ptr<T>());
+    });
   });
 }
 
 void register_bspline(Registry& r, Backend b) {
-  r.add<BsplineBasisArgs>("bspline_basis", b, &basis, &gpu_float_only<BsplineBasisArgs>);
-  r.add<BsplineBasisBackwardArgs>("bspline_basis_backward", b, &basis_backward,
-                                  &gpu_float_only<BsplineBasisBackwardArgs>);
+  r.add<BsplineBasisArgs>("bspline_expand", b, &expand, &gpu_float_only<BsplineBasisArgs>);
+  r.add<BsplineContractArgs>("bspline_contract", b, &contract, &gpu_float_only<BsplineContractArgs>);
 }
 
 }  // namespace swisk::SWISK_CUDA_NS

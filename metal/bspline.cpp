@@ -1,25 +1,31 @@
-// Metal launch plans of the B-spline basis kernels (metal/bspline.metal).
+// Metal launch plans of the B-spline expansion kernels (metal/bspline.metal).
+#include <string>
+
 #include "plan.h"
 #include "swisk/ops/bspline.h"
 
 namespace swisk::metal {
 
-static void basis(const BsplineBasisArgs& a) {
-  const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  submit(a.launch, make_plan(a, "bspline_basis", p, bspline_basis_grid(p), SWISK_STRIDE_THREADS, 1,
-                             {&a.x, &a.grid, &a.out}));
+// "bspline_expand_m3" etc.: the kernel family of the order's register bucket.
+static std::string family(const char* name, const BsplineParams& p) {
+  return std::string(name) + "_m" + std::to_string(bspline_gpu_bucket(p.order));
 }
 
-static void basis_backward(const BsplineBasisBackwardArgs& a) {
-  const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  submit(a.launch, make_plan(a, "bspline_basis_backward", p, bspline_basis_grid(p), SWISK_STRIDE_THREADS, 1,
-                             {&a.x, &a.grid, &a.grad_out, &a.grad_x}));
+static void expand(const BsplineBasisArgs& a) {
+  const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
+  submit(a.launch, make_plan(a, family("bspline_expand", p).c_str(), p, bspline_basis_grid(p), SWISK_STRIDE_THREADS,
+                             1, {&a.x, &a.grid, &a.out}));
+}
+
+static void contract(const BsplineContractArgs& a) {
+  const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
+  submit(a.launch, make_plan(a, family("bspline_contract", p).c_str(), p, bspline_basis_grid(p),
+                             SWISK_STRIDE_THREADS, 1, {&a.x, &a.grid, &a.grad, &a.grad_x}));
 }
 
 void register_bspline(Registry& r, Backend b) {
-  r.add<BsplineBasisArgs>("bspline_basis", b, &basis, &gpu_float_only<BsplineBasisArgs>);
-  r.add<BsplineBasisBackwardArgs>("bspline_basis_backward", b, &basis_backward,
-                                  &gpu_float_only<BsplineBasisBackwardArgs>);
+  r.add<BsplineBasisArgs>("bspline_expand", b, &expand, &gpu_float_only<BsplineBasisArgs>);
+  r.add<BsplineContractArgs>("bspline_contract", b, &contract, &gpu_float_only<BsplineContractArgs>);
 }
 
 }  // namespace swisk::metal

@@ -87,9 +87,11 @@ def test_gradcheck_fp64(rng, order):
 def test_opcheck(rng):
     grid = random_grid(4, 12, rng).float()
     x = torch.randn(5, 4, generator=rng, requires_grad=True)
-    torch.library.opcheck(torch.ops.swisk.bspline_basis.default, (x, grid, 3))
-    go = torch.randn(5, 4, 8, generator=rng)
-    torch.library.opcheck(torch.ops.swisk.bspline_basis_backward.default, (x.detach(), grid, go, 3))
+    for m in (0, 1, 4):
+        torch.library.opcheck(torch.ops.swisk.bspline_basis.default, (x, grid, 3, m))
+        torch.library.opcheck(torch.ops.swisk.kan_expand.default, (x, grid, 3, m, True))
+    go = torch.randn(5, 4 + 4 * 8, generator=rng)
+    torch.library.opcheck(torch.ops.swisk.kan_contract.default, (x.detach(), grid, go, 3, 1, True))
 
 
 def test_compile_fullgraph(rng):
@@ -115,7 +117,7 @@ def test_bad_inputs():
     bad(ValueError, r"\[bspline_basis\] grid: must be \(in, n_knots\) with in = x.shape\[-1\] = 4", x, g[:3], 3)
     bad(ValueError, r"\[bspline_basis\] x: must be \(\.\.\., in\)", torch.tensor(1.0), g, 3)
     bad(ValueError, r"\[bspline_basis\] spline_order: must be >= 0", x, g, -1)
-    bad(ValueError, r"\[bspline_basis\] spline_order: at most 7 is supported, got 11", x, g, 11)
+    bad(ValueError, r"\[bspline_basis\] spline_order: at most 63 is supported on cpu, got 64", x, g, 64)
     bad(ValueError, r"\[bspline_basis\] spline_order: 3 needs at least 5 knots", x, g[:, :4].contiguous(), 3)
     bad(TypeError, r"\[bspline_basis\] x: expected a floating-point tensor, got int64", x.long(), g, 3)
     bad(TypeError, r"\[bspline_basis\] grid: dtype float64 differs from x's float32", x, g.double(), 3)

@@ -58,8 +58,8 @@ def test_cli_bench_json(tmp_path):
 def test_msl_source_is_shipped_and_self_contained():
     src = resources.files("swisk").joinpath("swisk_kernels.metal").read_text()
     assert '#include "swisk/kernels/bspline.h"' not in src  # inlined
-    for name in ("swisk_bspline_basis_", "swisk_bspline_basis_backward_"):
-        assert f'SWISK_HOST_NAME("{name}" #S)' in src
+    for name in ("swisk_bspline_expand_m", "swisk_bspline_contract_m"):
+        assert f'SWISK_HOST_NAME("{name}" #M "_" #S)' in src
 
 
 class _EmulatedMetalLibrary:
@@ -93,12 +93,15 @@ def _metal_cases(rng):
     from swisk._ops import spline, wavelet
 
     return [
-        (spline.BASIS, [x, grid], (3,)),
-        (spline.BASIS_BACKWARD, [x, grid, torch.randn(9, 5, 8, generator=rng)], (3,)),
-        (spline.KAN_LINEAR, [x, grid, bw, sw, sc], (3, False)),
-        (spline.KAN_LINEAR, [x, grid, None, sw, None], (3, False)),
-        (spline.KAN_LINEAR_BACKWARD, [x, grid, bw, sw, sc, gy], (3,)),
-        (spline.KAN_LINEAR_BACKWARD, [x, grid, None, sw, None, gy], (3,)),
+        (spline.BASIS, [x, grid], (3, 1)),
+        (spline.EXPAND, [x, grid], (3, 0, True)),
+        (spline.EXPAND, [x, grid], (9, 2, False)),
+        (spline.CONTRACT, [x, grid, torch.randn(9, 5 + 5 * 8, generator=rng)], (3, 1, True)),
+        (spline.CONTRACT, [x, grid, torch.randn(9, 5 * 5, generator=rng)], (6, 2, False)),
+        (spline.KAN_LINEAR, [x, grid, bw, sw, sc], (3, False, False)),
+        (spline.KAN_LINEAR, [x, grid, None, sw, None], (3, False, False)),
+        (spline.KAN_LINEAR_BACKWARD, [x, grid, bw, sw, sc, gy], (3, False)),
+        (spline.KAN_LINEAR_BACKWARD, [x, grid, None, sw, None, gy], (3, False)),
         (wavelet.WAVELET_KAN, [x, s, t, bw], ("morlet",)),
         (wavelet.WAVELET_KAN_BACKWARD, [x, s, t, bw, gy], ("meyer",)),
     ]
@@ -197,7 +200,7 @@ def test_metal_emu_guards_every_bound_buffer(rng):
     from swisk._ops import spline
 
     x, grid = torch.randn(9, 5, generator=rng), torch.linspace(-2.2, 2.2, 12).expand(5, -1).contiguous()
-    call = spline.BASIS.prepare(*(_backend.view("t", "x", t, False) for t in (x, grid)), 3, "metal-emu")
+    call = spline.BASIS.prepare(*(_backend.view("t", "x", t, False) for t in (x, grid)), 3, 0, "metal-emu")
     out = torch.empty(call.outputs[0])
     (kernel, g, tg, params, slots), = call.launch([x.data_ptr(), grid.data_ptr(), out.data_ptr()], 0)
     sizes = [t.numel() * 4 for t in (x, grid, out)]

@@ -15,7 +15,7 @@ static void check_operand(const char* op, const char* arg, const TensorView& t, 
 }
 
 static std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorView& grid, const TensorView& bw,
-                                      const TensorView& sw, const TensorView& sc, int order, Backend b) {
+                                      const TensorView& sw, const TensorView& sc, int order, Backend b, bool gemm) {
   const char* op = "kan_linear";
   check_float(op, "x", x);
   check_min_ndim(op, "x", x, 1, "(..., in)");
@@ -27,8 +27,10 @@ static std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorVi
   SWISK_CHECK(grid.shape[0] == in, value, op, "grid", "must be (in, n_knots) with in = x.shape[-1] = ", in, ", got ",
               grid.shape_str());
   SWISK_CHECK(order >= 0, value, op, "spline_order", "must be >= 0, got ", order);
-  SWISK_CHECK(order <= SWISK_MAX_SPLINE_ORDER, value, op, "spline_order", "at most ", SWISK_MAX_SPLINE_ORDER,
-              " is supported, got ", order);
+  const int max_order = !gemm ? SWISK_MAX_SPLINE_ORDER
+                        : b == Backend::cpu ? SWISK_MAX_CPU_SPLINE_ORDER : SWISK_MAX_GPU_SPLINE_ORDER;
+  SWISK_CHECK(order <= max_order, value, op, "spline_order", "at most ", max_order, " is supported on ",
+              backend_name(b), gemm ? "" : " by the fused kernels", ", got ", order);
   SWISK_CHECK(grid.shape[1] >= order + 2, value, op, "spline_order", order, " needs at least ", order + 2,
               " knots per feature, grid has ", grid.shape[1]);
   const int64_t nb = grid.shape[1] - 1 - order;
@@ -118,8 +120,14 @@ static void check_grid_values(const Args& a) {
 
 std::unique_ptr<PreparedCall> kan_linear_prepare(const KanLinearArgs& a, Backend b) {
   const char* op = "kan_linear";
-  auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b);
+  auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b, a.gemm);
   check_layout(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler);
+  if (a.gemm) {
+    auto c = make_plan_call(a, b, &check_grid_values<KanLinearArgs>);
+    c->outputs = {shape};
+    c->zero_outputs = {0};
+    return c;
+  }
   auto c = make_call(op, a, b, &check_grid_values<KanLinearArgs>);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   c->outputs = {shape};
@@ -130,12 +138,12 @@ std::unique_ptr<PreparedCall> kan_linear_prepare(const KanLinearArgs& a, Backend
 
 std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwardArgs& a, Backend b) {
   const char* op = "kan_linear_backward";
-  auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b);
+  auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b, a.gemm);
   check_layout(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler);
   check_operand(op, "grad_out", a.grad_out, a.x);
   check_shape(op, "grad_out", a.grad_out, shape);
   check_contiguous(op, "grad_out", a.grad_out);
-  auto c = make_call(op, a, b, &check_grid_values<KanLinearBackwardArgs>);
+  auto c = a.gemm ? make_plan_call(a, b, &check_grid_values<KanLinearBackwardArgs>) : make_call(op, a, b, &check_grid_values<KanLinearBackwardArgs>);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   const std::vector<int64_t> none{0};
   c->outputs = {shape_of(a.x), present(a.base_weight) ? shape_of(a.base_weight) : none, shape_of(a.spline_weight),
@@ -143,7 +151,7 @@ std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwar
   // Nothing to contract (no outputs, features or rows): gradients the kernels leave unwritten are zero.
   const bool empty = p.out == 0 || p.in == 0 || p.rows == 0;
   c->zero_outputs = {uint8_t(p.out == 0 || p.in == 0), uint8_t(empty), uint8_t(empty), uint8_t(empty)};
-  c->work = kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, true);
+  if (!a.gemm) c->work = kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, true);
   return c;
 }
 

@@ -62,7 +62,9 @@ NB_MODULE(_C, m) {
     d["metal_compiled"] = bool(SWISK_WITH_METALLIB);
     d["metal_source"] = true;
     d["openmp"] = bool(SWISK_WITH_OPENMP);
-    d["max_spline_order"] = SWISK_MAX_SPLINE_ORDER;
+    d["max_spline_order"] = SWISK_MAX_CPU_SPLINE_ORDER;  // CPU; GPUs: max_gpu_spline_order
+    d["max_gpu_spline_order"] = SWISK_MAX_GPU_SPLINE_ORDER;
+    d["max_fused_spline_order"] = SWISK_MAX_SPLINE_ORDER;
     return d;
   });
   m.def("cuda_device_count", [] { return cuda_device_count(); });
@@ -89,9 +91,11 @@ NB_MODULE(_C, m) {
       .def_ro("work", &PreparedCall::work)
       .def_prop_ro("work_dtype", [](const PreparedCall& c) { return int(c.work_dtype); })
       .def_ro("has_work", &PreparedCall::has_work)
+      .def_ro("plan_only", &PreparedCall::plan_only)
       .def_prop_ro("n_tensors", &PreparedCall::n_tensors)
       // Runs with the GIL released; Metal backends return their dispatches as
       // (kernel, grid, threadgroup, parameter bytes, buffer positions) for Python to perform.
+      .def("check", [](PreparedCall& c, const std::vector<uintptr_t>& data) { c.check(data); })
       .def("launch", [](PreparedCall& c, const std::vector<uintptr_t>& data, uintptr_t stream) -> nb::object {
         std::vector<MetalDispatch> ds;
         {

@@ -6,7 +6,7 @@ import torch  # noqa: F401  (the ops register with torch.library on import)
 from . import _C
 from ._backend import cuda_usable, mps_usable
 from . import _ops  # noqa: F401  (registers torch.ops.swisk.*)
-from . import ops, reference, nn, testing, compat  # noqa: F401
+from . import config, ops, reference, nn, testing, compat  # noqa: F401
 
 __version__ = _C.build_info()["version"]
 

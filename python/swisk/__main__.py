@@ -28,7 +28,10 @@ def info() -> int:
     else:
         print(f"  cuda: none (swisk sees {_C.cuda_device_count()} device(s))")
     print(f"  mps: {'available' if torch.backends.mps.is_available() else 'none'}")
-    print("ops: " + ", ".join(_C.ops()))
+    print("ops: " + ", ".join(swisk.ops.__all__))
+    print("kernels: " + ", ".join(_C.ops()))
+    print(f"settings: kan_route={swisk.config.get('kan_route')}, "
+          f"workspace_bytes={swisk.config.get('workspace_bytes')}")
     return 0
 
 

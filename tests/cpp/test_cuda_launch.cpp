@@ -193,10 +193,10 @@ TEST(CudaLaunch, LaunchesRunUnderTheTensorsDevice) {
   BsplineBasisArgs bs;
   bs.x = x, bs.grid = grid, bs.out = on1(make_view(basis, {R, I, NB})), bs.launch.backend = Backend::cuda_emu;
   check("bspline_basis", [&] { bspline_basis(bs); });
-  BsplineBasisBackwardArgs bb;
-  bb.x = x, bb.grid = grid, bb.grad_out = bs.out, bb.grad_x = on1(make_view(gb, {R, I}));
+  BsplineContractArgs bb;
+  bb.x = x, bb.grid = grid, bb.grad = on1(make_view(basis, {R, I * NB})), bb.grad_x = on1(make_view(gb, {R, I}));
   bb.launch.backend = Backend::cuda_emu;
-  check("bspline_basis_backward", [&] { bspline_basis_backward(bb); });
+  check("bspline_contract", [&] { bspline_contract(bb); });
 
   std::vector<float> scale(O * I, 1.5f), wy(R * O), wgx(R * I), ws(O * I), wt(O * I), ww(O * I);
   WaveletKanArgs wf;

@@ -24,11 +24,14 @@ class PreparedCall {
   int n_inputs = 0;
   bool has_work = false;
   Backend backend = Backend::cpu;
+  bool plan_only = false;  // validated, no kernel: the op runs on a route composed in Python
   bool check_data = true;  // false: launch past the data checks (tests of the kernels' own behaviour)
   int n_tensors() const { return n_inputs + int(outputs.size()) + (has_work ? 1 : 0); }
   // data: one pointer per tensor of the list (0 when absent or empty). Checks host-readable input
   // data, then runs the kernel on `stream` (CUDA); Metal appends its dispatches to `metal`.
   virtual void launch(const std::vector<uintptr_t>& data, void* stream, std::vector<MetalDispatch>* metal) = 0;
+  // The data checks alone (a validation-only call's inputs, before its route runs).
+  virtual void check(const std::vector<uintptr_t>& data) = 0;
 };
 
 // Runs body with each view's data moved into a copy between guard sentinels (emulated backends):
@@ -48,6 +51,7 @@ class CallOf final : public PreparedCall {
     constexpr int n = int(std::size(Args::kTensors));
     if (int(data.size()) != n)
       fail(ErrorKind::runtime, "swisk", "launch", "expected ", n, " tensors, got ", data.size());
+    if (!kernel_) fail(ErrorKind::runtime, "swisk", "launch", "a validation-only call has no kernel");
     std::call_once(sealed_, [this] { seal(); });
     Args a = args_;  // a prepared call may be launched from several threads at once
     for (int i = 0; i < n; ++i) (a.*Args::kTensors[i]).data = reinterpret_cast<void*>(data[i]);
@@ -60,6 +64,14 @@ class CallOf final : public PreparedCall {
     } else {
       kernel_(a);
     }
+  }
+  void check(const std::vector<uintptr_t>& data) override {
+    constexpr int n = int(std::size(Args::kTensors));  // the inputs' pointers; the rest may be left out
+    if (int(data.size()) > n) fail(ErrorKind::runtime, "swisk", "check", "expected ", n, " tensors, got ", data.size());
+    Args a = args_;
+    for (int i = 0; i < n; ++i) (a.*Args::kTensors[i]).data = reinterpret_cast<void*>(i < int(data.size()) ? data[i] : 0);
+    a.launch = Launch{backend, nullptr, nullptr};
+    if (check_ && check_data) check_(a);
   }
   const Args& args() const { return args_; }
 
@@ -86,6 +98,17 @@ std::unique_ptr<CallOf<Args>> make_call(const char* op, const Args& a, Backend b
   c->n_inputs = Args::kInputs;
   c->has_work = Args::kWork;
   c->work_dtype = a.x.dtype == DType::f64 ? DType::f64 : DType::f32;
+  return c;
+}
+
+// A validated call without a kernel: its shapes serve a route composed in Python (the GEMM route).
+template <class Args>
+std::unique_ptr<CallOf<Args>> make_plan_call(const Args& a, Backend b, typename CallOf<Args>::DataCheck check) {
+  auto c = std::make_unique<CallOf<Args>>(a, nullptr, check);
+  c->backend = b;
+  c->n_inputs = Args::kInputs;
+  c->has_work = false;
+  c->plan_only = true;
   return c;
 }
 

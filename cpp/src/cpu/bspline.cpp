@@ -1,71 +1,184 @@
-// CPU B-spline basis: only order+1 bases are non-zero per input, so the cost is O(order) per value
-// plus the (mostly zero) output write.
+// CPU B-spline expansion and contraction. Only order+1 bases are non-zero per input: the hot paths
+// (orders <= 7, values and first derivatives) take the order-templated recursion of kernels/kan.h
+// with knot-difference reciprocals computed once per call; other orders and derivative orders take
+// the general one (kernels/bspline.h). Rows are split between threads; results do not depend on it.
 #include "swisk/ops/bspline.h"
 
 #include <cstring>
+#include <vector>
 
 #include "dtype_dispatch.h"
 #include "parallel.h"
+#include "swisk/kernels/kan.h"
+#include "vec_math.h"
 
 namespace swisk::cpu {
+namespace {
 
-static void basis(const BsplineBasisArgs& a) {
-  const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  const int64_t total = int64_t(p.rows) * p.in;
-  dispatch_float<true>(a.x.dtype, "bspline_basis", [&](auto tag) {
+constexpr int64_t kGrain = 16;  // rows per parallel chunk
+
+template <typename A>
+struct Knots {
+  std::vector<A> inv;  // (in, order, n_knots): 1 / (g[j+k] - g[j]), for the templated path
+  template <typename T>
+  Knots(const T* grid, const BsplineParams& p, bool fast) {
+    if (!fast) return;
+    const int64_t nk = p.n_knots, K = p.order;
+    inv.assign(size_t(p.in) * K * nk, A(0));
+    for (int64_t i = 0; i < p.in; ++i)
+      for (int64_t k = 1; k <= K; ++k)
+        for (int64_t j = 0; j + k < nk; ++j)
+          inv[(i * K + k - 1) * nk + j] = A(1) / (A(grid[i * nk + j + k]) - A(grid[i * nk + j]));
+  }
+};
+
+// silu^(m) of a row, through the vector exp for m <= 1 (1 - σ(x) taken as σ(-x)).
+template <typename T, typename A, typename O>
+void silu_row(const T* x, O* out, int64_t n, int m) {
+  if (m > 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = O(sk_silu_deriv(A(x[i]), m));
+    return;
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const A v = A(x[i]);
+    const A e = vexp_neg<A>(v < A(0) ? v : -v), r = A(1) / (A(1) + e);  // e^-|x|
+    const A sp = v >= A(0) ? r : e * r, sm = v >= A(0) ? e * r : r;
+    out[i] = O(m == 0 ? v * sp : sp * (A(1) + v * sm));
+  }
+}
+
+// Writes feature i's n_basis columns from the local values v[0..K] of bases span-K .. span.
+template <typename T, typename A>
+inline void scatter(T* o, int64_t nb, const A* v, int K, int span) {
+  if (span == -2) {
+    for (int64_t j = 0; j < nb; ++j) o[j] = T(v[0]);
+    return;
+  }
+  std::memset(static_cast<void*>(o), 0, sizeof(T) * nb);
+  if (span < 0) return;
+  for (int q = 0; q <= K; ++q) {
+    const int64_t j = int64_t(span) - K + q;
+    if (j >= 0 && j < nb) o[j] = T(v[q]);
+  }
+}
+
+// The local values (v, derivative order p.deriv) of x at feature i, for order K <= M.
+template <int M, typename T, typename A>
+inline int local_general(const BsplineParams& p, const T* grid, A xv, int64_t i, A* v) {
+  A w[M + 1];
+  const int span = bspline_local_m<M>(xv, grid + i * p.n_knots, int(p.n_knots), int(p.order), int(p.deriv), w);
+  for (int q = 0; q <= int(p.order); ++q) v[q] = w[M - int(p.order) + q];
+  return span;
+}
+
+template <int K, typename T, typename A>
+inline int local_fast(const BsplineParams& p, const T* grid, const Knots<A>& kn, A xv, int64_t i, A* v) {
+  A val[K + 1], dv[K + 1];
+  const int span = bspline_local_k<K>(xv, grid + i * p.n_knots, kn.inv.data() + i * K * int64_t(p.n_knots),
+                                      int(p.n_knots), val, dv);
+  for (int q = 0; q <= K; ++q) v[q] = p.deriv == 0 ? val[q] : dv[q];
+  return span;
+}
+
+// f(local) with local(xv, i, v) -> span for this call's order and derivative.
+template <typename T, typename A, class F>
+void with_local(const BsplineParams& p, const T* grid, const Knots<A>& kn, F&& f) {
+  const bool fast = p.order <= 7 && p.deriv <= 1;
+  auto fast_k = [&](auto k) {
+    f([&](A xv, int64_t i, A* v) { return local_fast<k(), T, A>(p, grid, kn, xv, i, v); });
+  };
+  if (fast) {
+    switch (p.order) {
+      case 0: return fast_k(std::integral_constant<int, 0>{});
+      case 1: return fast_k(std::integral_constant<int, 1>{});
+      case 2: return fast_k(std::integral_constant<int, 2>{});
+      case 3: return fast_k(std::integral_constant<int, 3>{});
+      case 4: return fast_k(std::integral_constant<int, 4>{});
+      case 5: return fast_k(std::integral_constant<int, 5>{});
+      case 6: return fast_k(std::integral_constant<int, 6>{});
+      default: return fast_k(std::integral_constant<int, 7>{});
+    }
+  }
+  auto general = [&](auto m) {
+    f([&](A xv, int64_t i, A* v) { return local_general<m(), T, A>(p, grid, xv, i, v); });
+  };
+  if (p.order <= 7) return general(std::integral_constant<int, 7>{});
+  if (p.order <= 15) return general(std::integral_constant<int, 15>{});
+  if (p.order <= 31) return general(std::integral_constant<int, 31>{});
+  static_assert(SWISK_MAX_CPU_SPLINE_ORDER == 63, "the general path's largest bucket");
+  general(std::integral_constant<int, 63>{});
+}
+
+bool fast_path(const BsplineParams& p) { return p.order <= 7 && p.deriv <= 1; }
+
+void expand(const BsplineBasisArgs& a) {
+  const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
+  dispatch_float<true>(a.x.dtype, "bspline_expand", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
     const T* x = a.x.ptr<const T>();
     const T* grid = a.grid.ptr<const T>();
     T* out = a.out.ptr<T>();
-    parallel_for(total, 1024, [&](int64_t lo, int64_t hi) {
-      for (int64_t e = lo; e < hi; ++e) {
-        const T* g = grid + (e % p.in) * p.n_knots;
-        T* o = out + e * p.n_basis;
-        auto b = bspline_local<A>(A(x[e]), g, int(p.n_knots), int(p.order), false);
-        if (b.span == -2) {
-          for (sk_u32 j = 0; j < p.n_basis; ++j) o[j] = T(b.v[0]);
-          continue;
+    const Knots<A> kn(grid, p, fast_path(p));
+    with_local<T, A>(p, grid, kn, [&](auto local) {
+      parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
+        A v[SWISK_MAX_CPU_SPLINE_ORDER + 1];
+        for (int64_t n = lo; n < hi; ++n) {
+          const T* xr = x + n * p.in;
+          T* row = out + n * p.width;
+          if (p.base) silu_row<T, A, T>(xr, row, p.in, int(p.deriv));
+          T* o = row + p.base * p.in;
+          for (int64_t i = 0; i < p.in; ++i) {
+            const int span = local(A(xr[i]), i, v);
+            scatter(o + i * p.n_basis, p.n_basis, v, int(p.order), span);
+          }
         }
-        std::memset(static_cast<void*>(o), 0, sizeof(T) * p.n_basis);
-        if (b.span < 0) continue;
-        for (int r = SWISK_MAX_SPLINE_ORDER - int(p.order); r <= SWISK_MAX_SPLINE_ORDER; ++r) {
-          const int j = b.span - SWISK_MAX_SPLINE_ORDER + r;
-          if (j >= 0 && j < int(p.n_basis)) o[j] = T(b.v[r]);
-        }
-      }
+      });
     });
   });
 }
 
-static void basis_backward(const BsplineBasisBackwardArgs& a) {
-  const BsplineParams p = bspline_params(a.x, a.grid, a.order);
-  const int64_t total = int64_t(p.rows) * p.in;
-  dispatch_float<true>(a.x.dtype, "bspline_basis_backward", [&](auto tag) {
+void contract(const BsplineContractArgs& a) {
+  const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
+  dispatch_float<true>(a.x.dtype, "bspline_contract", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
     const T* x = a.x.ptr<const T>();
     const T* grid = a.grid.ptr<const T>();
-    const T* go = a.grad_out.ptr<const T>();
+    const T* grad = a.grad.ptr<const T>();
     T* gx = a.grad_x.ptr<T>();
-    parallel_for(total, 1024, [&](int64_t lo, int64_t hi) {
-      for (int64_t e = lo; e < hi; ++e) {
-        auto b = bspline_local<A>(A(x[e]), grid + (e % p.in) * p.n_knots, int(p.n_knots), int(p.order), true);
-        A acc = b.span == -2 ? b.d[0] : A(0);
-        for (int r = SWISK_MAX_SPLINE_ORDER - int(p.order); b.span >= 0 && r <= SWISK_MAX_SPLINE_ORDER; ++r) {
-          const int j = b.span - SWISK_MAX_SPLINE_ORDER + r;
-          if (j >= 0 && j < int(p.n_basis)) acc += A(go[e * p.n_basis + j]) * b.d[r];
+    const Knots<A> kn(grid, p, fast_path(p));
+    with_local<T, A>(p, grid, kn, [&](auto local) {
+      parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
+        A v[SWISK_MAX_CPU_SPLINE_ORDER + 1];
+        std::vector<A> silu(p.base ? p.in : 0);
+        for (int64_t n = lo; n < hi; ++n) {
+          const T* xr = x + n * p.in;
+          const T* g = grad + n * p.width;
+          const T* gb = g + p.base * p.in;
+          if (p.base) silu_row<T, A, A>(xr, silu.data(), p.in, int(p.deriv));
+          for (int64_t i = 0; i < p.in; ++i) {
+            const int span = local(A(xr[i]), i, v);
+            A acc = span == -2 ? v[0] : A(0);
+            for (int q = 0; span >= 0 && q <= int(p.order); ++q) {
+              const int64_t j = int64_t(span) - p.order + q;
+              if (j >= 0 && j < p.n_basis) acc += A(gb[i * p.n_basis + j]) * v[q];
+            }
+            if (p.base) acc += A(g[i]) * silu[i];
+            gx[n * p.in + i] = T(acc);
+          }
         }
-        gx[e] = T(acc);
-      }
+      });
     });
   });
 }
 
+}  // namespace
+
 void register_bspline(Registry& r) {
-  r.add<BsplineBasisArgs>("bspline_basis", Backend::cpu, &basis);
-  r.add<BsplineBasisBackwardArgs>("bspline_basis_backward", Backend::cpu, &basis_backward);
+  r.add<BsplineBasisArgs>("bspline_expand", Backend::cpu, &expand);
+  r.add<BsplineContractArgs>("bspline_contract", Backend::cpu, &contract);
 }
 
 }  // namespace swisk::cpu
-

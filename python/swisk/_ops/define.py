@@ -34,7 +34,8 @@ class OpSpec:
     fake_shapes: Callable                  # (*args) -> output shapes, for symbolic sizes
     reference: Callable                    # the plain-torch formulation: derivatives the kernels lack
     backward: Optional[Callable] = None    # (needs_input_grad, saved inputs, scalars, grads) -> input grads
-    extra: Optional[Callable] = None       # (backend) -> extra prepare arguments read at call time
+    extra: Optional[Callable] = None       # (backend, tensors, scalars) -> extra prepare arguments
+    composite: Optional[Callable] = None   # (tensors, scalars) -> outputs, when prepare validates only
     autocast: Optional[str] = None         # "fp32": cast floating inputs up; "lower": to the autocast dtype
     row_outputs: tuple = ()                # outputs with x's leading (row) dims: the vmap rule merges those
     defaults: dict = dataclasses.field(default_factory=dict)  # public wrapper's trailing defaults
@@ -62,10 +63,11 @@ def _meta(t):
 class _Entry:
     """A prepared call with what Python needs of it read once: output shapes and zero-fill flags,
     the scratch (elements, dtype) or None when the op has none, and the launch."""
-    __slots__ = ("call", "outputs", "work", "launch")
+    __slots__ = ("call", "outputs", "work", "launch", "plan_only")
 
     def __init__(self, call):
         self.call = call
+        self.plan_only = call.plan_only
         self.outputs = list(zip(call.outputs, call.zero_outputs))
         self.work = (call.work, _backend.dtype_of_code(call.work_dtype)) if call.has_work else None
         self.launch = call.launch
@@ -79,7 +81,7 @@ class _Prepared:
         self.spec, self.cache = spec, {}
 
     def get(self, tensors, scalars, backend: str) -> _Entry:
-        extra = self.spec.extra(backend) if self.spec.extra else ()
+        extra = self.spec.extra(backend, tensors, scalars) if self.spec.extra else ()
         key = (backend, scalars, extra, *map(_meta, tensors))
         entry = self.cache.get(key)
         if entry is None:
@@ -92,13 +94,23 @@ class _Prepared:
         return entry
 
 
-def _run(spec: OpSpec, prepared: _Prepared, args):
+def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
+    """Prepare (cached), allocate (or take `outs`: contiguous, of the prepared shapes), launch."""
     tensors = _contiguous(args[:spec.n_in])
     x = tensors[0]
     backend = _backend.backend_for(x)
-    entry = prepared.get(tensors, tuple(args[spec.n_in:]), backend)
+    scalars = tuple(args[spec.n_in:])
+    entry = prepared.get(tensors, scalars, backend)
+    if entry.plan_only:  # validated here (knots too); the route's own ops run after
+        entry.call.check([0 if t is None else t.data_ptr() for t in tensors])
+        return spec.composite(tensors, scalars)
     dtype, device = x.dtype, x.device
-    outs = [(torch.zeros if z else torch.empty)(s, dtype=dtype, device=device) for s, z in entry.outputs]
+    if outs is None:
+        outs = [(torch.zeros if z else torch.empty)(s, dtype=dtype, device=device) for s, z in entry.outputs]
+    else:
+        for o, (_, z) in zip(outs, entry.outputs):
+            if z:
+                o.zero_()
     everything = tensors + outs
     if entry.work is not None:
         n, wd = entry.work

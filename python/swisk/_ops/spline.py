@@ -4,18 +4,13 @@ from __future__ import annotations
 import torch
 
 from .. import _C, reference
-from .define import OpSpec, define, invoke, wrapper
+from . import kan_gemm, routes
+from .define import OpSpec, _run, define, invoke, wrapper
 
 
 def _kan_ref(x, grid, bw, sw, sc, k):
     bw = torch.zeros(sw.shape[:2], dtype=sw.dtype, device=sw.device) if bw is None else bw
     return reference.kan_linear(x, grid, bw, sw, sc, k)
-
-
-# The backward ops' formulations: vector-Jacobian products of the forward formulations (torch.func,
-# so that they nest under autograd and torch.func alike).
-def _basis_backward_ref(x, grid, g, k):
-    return torch.func.vjp(lambda xx: reference.bspline_basis(xx, grid, k), x)[1](g)[0]
 
 
 def _kan_backward_ref(x, grid, bw, sw, sc, gy, k):
@@ -30,20 +25,87 @@ def _kan_backward_ref(x, grid, bw, sw, sc, gy, k):
     return tuple(next(grads) if p else x.new_zeros(0) for p in present)
 
 
-# ---- bspline_basis ---------------------------------------------------------------------------------
+# ---- the expansion: bspline_basis, kan_expand and their contraction (one kernel pair) ----------------
+def _expand_shapes(name, per_feature):
+    def shapes(x, grid, k, m, base=False):
+        torch._check(grid.dim() == 2 and grid.shape[0] == x.shape[-1],
+                     lambda: f"[{name}] grid: must be (in, n_knots) with in = x.shape[-1]")
+        torch._check(k >= 0 and grid.shape[1] >= k + 2, lambda: f"[{name}] spline_order: too few knots")
+        nb = grid.shape[1] - 1 - k
+        if per_feature:
+            return [(*x.shape, nb)]
+        return [(*x.shape[:-1], (x.shape[-1] if base else 0) + x.shape[-1] * nb)]
+    return shapes
+
+
 def _basis_backward(need, saved, scalars, grads):
     x, grid = saved
-    gx = None
-    if need[0]:
-        gx = invoke(bspline_basis_backward_op, x, grid, grads[0], *scalars)
-    return gx, None
+    k, m = scalars
+    if not need[0]:
+        return None, None
+    g = grads[0].reshape(*x.shape[:-1], x.shape[-1] * grads[0].shape[-1])
+    return invoke(kan_contract_op, x, grid, g.contiguous(), k, m + 1, False), None
 
 
-def _basis_shapes(x, grid, k):
-    torch._check(grid.dim() == 2 and grid.shape[0] == x.shape[-1],
-                 lambda: "[bspline_basis] grid: must be (in, n_knots) with in = x.shape[-1]")
-    torch._check(k >= 0 and grid.shape[1] >= k + 2, lambda: "[bspline_basis] spline_order: too few knots")
-    return [(*x.shape, grid.shape[1] - 1 - k)]
+def _expand_backward(need, saved, scalars, grads):
+    x, grid = saved
+    k, m, base = scalars
+    if not need[0]:
+        return None, None
+    return invoke(kan_contract_op, x, grid, grads[0].contiguous(), k, m + 1, base), None
+
+
+BASIS = OpSpec(
+    name="bspline_basis", inputs=("x", "grid"), scalars=(("spline_order", int), ("derivative", int)),
+    outputs=("out",), prepare=_C.bspline_basis_prepare, backward=_basis_backward,
+    reference=reference.bspline_basis, row_outputs=("out",), fake_shapes=_expand_shapes("bspline_basis", True),
+    defaults={"spline_order": 3, "derivative": 0},
+    doc="""B-spline bases of x (..., in) on per-feature knots grid (in, n_knots): (..., in, n_basis) with
+    n_basis = n_knots - 1 - spline_order; with derivative m > 0 their m-th derivatives in x (exactly
+    zero past spline_order). Differentiable in x to any order (grid is treated as a constant).
+
+    Zero outside [grid[:, 0], grid[:, -1]) (±inf too); NaN inputs give NaN bases. Knots must be
+    finite and strictly increasing (checked for CPU tensors; GPU kernels write NaN for a bad row).
+    spline_order: up to 63 on CPU, 15 on GPUs. Under autocast it runs in its input dtype.
+
+    Raises:
+        TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
+    """)
+
+EXPAND = OpSpec(
+    name="kan_expand", inputs=("x", "grid"),
+    scalars=(("spline_order", int), ("derivative", int), ("base", bool)), outputs=("out",),
+    prepare=_C.kan_expand_prepare, backward=_expand_backward, reference=reference.kan_expand,
+    row_outputs=("out",), fake_shapes=_expand_shapes("kan_expand", False),
+    defaults={"spline_order": 3, "derivative": 0, "base": True},
+    doc="""The KAN layer's A-operand: (..., in) -> (..., base·in + in·n_basis) holding silu^(m)(x) in the
+    first in columns (when base) and then B^(m)_j(x_i) at column base·in + i·n_basis + j; so that
+    kan_linear(x, ...) = kan_expand(x, grid, k) @ [base_weight | spline_weight·spline_scaler]ᵀ.
+    Differentiable in x to any order (grid is a constant). derivative: at most 8 with base.
+
+    Raises:
+        TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
+    """)
+
+CONTRACT = OpSpec(
+    name="kan_contract", inputs=("x", "grid", "grad"),
+    scalars=(("spline_order", int), ("derivative", int), ("base", bool)), outputs=("grad_x",),
+    prepare=_C.kan_contract_prepare, reference=reference.kan_contract, row_outputs=("grad_x",),
+    fake_shapes=lambda x, grid, g, k, m, base: [tuple(x.shape)])
+
+bspline_basis_op = define(BASIS)
+kan_expand_op = define(EXPAND)
+kan_contract_op = define(CONTRACT)
+basis = wrapper(BASIS, bspline_basis_op)
+expand = wrapper(EXPAND, kan_expand_op)
+
+
+def _expand_into(x, grid, k, m, base, out):
+    _run(EXPAND, kan_expand_op._swisk_prepared, (x, grid, k, m, base), [out])
+
+
+def _contract_into(x, grid, g, k, m, base, out):
+    _run(CONTRACT, kan_contract_op._swisk_prepared, (x, grid, g, k, m, base), [out])
 
 
 def _kan_shapes(x, grid, bw, sw, sc, k):
@@ -58,37 +120,28 @@ def _kan_shapes(x, grid, bw, sw, sc, k):
     return [(*x.shape[:-1], sw.shape[0])]
 
 
-BASIS = OpSpec(
-    name="bspline_basis", inputs=("x", "grid"), scalars=(("spline_order", int),), outputs=("out",),
-    prepare=_C.bspline_basis_prepare, backward=_basis_backward, reference=reference.bspline_basis,
-    row_outputs=("out",),
-    fake_shapes=_basis_shapes, defaults={"spline_order": 3},
-    doc="""B-spline bases of x (..., in) on per-feature knots grid (in, n_knots): (..., in, n_basis) with
-    n_basis = n_knots - 1 - spline_order. Differentiable in x (grid is treated as a constant).
-
-    Zero outside [grid[:, 0], grid[:, -1]) (±inf too); NaN inputs give NaN bases. Knots must be
-    finite and strictly increasing (checked for CPU tensors; GPU kernels write NaN for a bad row).
-    Under autocast it runs in its input dtype.
-
-    Raises:
-        TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
-    """)
-
-BASIS_BACKWARD = OpSpec(
-    name="bspline_basis_backward", inputs=("x", "grid", "grad_out"), scalars=(("spline_order", int),),
-    outputs=("grad_x",), prepare=_C.bspline_basis_backward_prepare, reference=_basis_backward_ref,
-    row_outputs=("grad_x",),
-    fake_shapes=lambda x, grid, g, k: [tuple(x.shape)])
-
-bspline_basis_op = define(BASIS)
-bspline_basis_backward_op = define(BASIS_BACKWARD)
-basis = wrapper(BASIS, bspline_basis_op)
-
-
 # ---- kan_linear ------------------------------------------------------------------------------------
-def _tf32(backend: str) -> tuple:
-    """fp32 may run on the CUDA matrix units as tf32, as torch's matmuls do under this flag."""
-    return (backend in ("cuda", "cuda-emu") and bool(torch.backends.cuda.matmul.allow_tf32),)
+def _route(backend: str, tensors, scalars) -> tuple:
+    """(tf32, gemm): fp32 may run on the CUDA matrix units as tf32, as torch's matmuls do under this
+    flag; gemm: the call takes the GEMM route (routes.py), prepare then validates only."""
+    x, sw, k = tensors[0], tensors[3], scalars[0]
+    rows = x.numel() // x.shape[-1] if x.dim() and x.shape[-1] else 0
+    gemm = sw.dim() == 3 and routes.kan_route(backend, rows, sw.shape[1], sw.shape[0], sw.shape[2], k) == "gemm"
+    return (backend in ("cuda", "cuda-emu") and bool(torch.backends.cuda.matmul.allow_tf32), gemm)
+
+
+def _backward_route(backend: str, tensors, scalars) -> tuple:
+    return _route(backend, tensors, scalars)[1:]
+
+
+def _kan_gemm(tensors, scalars):
+    x, grid, bw, sw, sc = tensors
+    return kan_gemm.forward(_expand_into, x, grid, bw, sw, sc, scalars[0])
+
+
+def _kan_gemm_backward(tensors, scalars):
+    x, grid, bw, sw, sc, gy = tensors
+    return kan_gemm.backward(_expand_into, _contract_into, x, grid, bw, sw, sc, gy, scalars[0])
 
 
 def _kan_backward(need, saved, scalars, grads):
@@ -100,7 +153,8 @@ def _kan_backward(need, saved, scalars, grads):
 
 KAN_LINEAR = OpSpec(
     name="kan_linear", inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?"),
-    scalars=(("spline_order", int),), outputs=("out",), prepare=_C.kan_linear_prepare, extra=_tf32,
+    scalars=(("spline_order", int),), outputs=("out",), prepare=_C.kan_linear_prepare, extra=_route,
+    composite=_kan_gemm,
     backward=_kan_backward, reference=_kan_ref, autocast="lower", row_outputs=("out",),
     fake_shapes=_kan_shapes,
     defaults={"spline_scaler": None, "spline_order": 3},
@@ -137,7 +191,8 @@ KAN_LINEAR_BACKWARD = OpSpec(
     inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?", "grad_out"),
     scalars=(("spline_order", int),),
     outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
-    prepare=_C.kan_linear_backward_prepare, reference=_kan_backward_ref, row_outputs=("grad_x",),
+    prepare=_C.kan_linear_backward_prepare, extra=_backward_route, composite=_kan_gemm_backward,
+    reference=_kan_backward_ref, row_outputs=("grad_x",),
     fake_shapes=lambda x, grid, bw, sw, sc, g, k: [tuple(x.shape), (0,) if bw is None else tuple(bw.shape),
                                                    tuple(sw.shape), (0,) if sc is None else tuple(sc.shape)])
 

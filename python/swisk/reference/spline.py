@@ -7,8 +7,9 @@ import torch
 import torch.nn.functional as F
 
 
-def bspline_basis(x: torch.Tensor, grid: torch.Tensor, spline_order: int) -> torch.Tensor:
-    """(..., in) -> (..., in, n_knots - 1 - spline_order) by the Cox–de Boor recursion.
+def bspline_basis(x: torch.Tensor, grid: torch.Tensor, spline_order: int, derivative: int = 0) -> torch.Tensor:
+    """(..., in) -> (..., in, n_knots - 1 - spline_order) by the Cox–de Boor recursion; with derivative
+    m > 0, the m-th derivative in x (the top m levels take derivative steps; zero past spline_order).
 
     Half-open knot intervals; zero outside [grid[:, 0], grid[:, -1]) (±inf included, rather than
     the inf·0 = NaN the bare recursion gives); a NaN input gives NaN in every basis.
@@ -17,11 +18,49 @@ def bspline_basis(x: torch.Tensor, grid: torch.Tensor, spline_order: int) -> tor
     g = grid
     bases = ((xe >= g[:, :-1]) & (xe < g[:, 1:])).to(x.dtype)
     for k in range(1, spline_order + 1):
-        left = (xe - g[:, : -(k + 1)]) / (g[:, k:-1] - g[:, : -(k + 1)])
-        right = (g[:, k + 1 :] - xe) / (g[:, k + 1 :] - g[:, 1:-k])
-        bases = left * bases[..., :-1] + right * bases[..., 1:]
+        lo, hi = g[:, k:-1] - g[:, : -(k + 1)], g[:, k + 1 :] - g[:, 1:-k]
+        if k > spline_order - derivative:
+            bases = k * (bases[..., :-1] / lo - bases[..., 1:] / hi)
+        else:
+            bases = (xe - g[:, : -(k + 1)]) / lo * bases[..., :-1] + (g[:, k + 1 :] - xe) / hi * bases[..., 1:]
+    if derivative > spline_order:
+        bases = torch.zeros_like(bases)
     bases = torch.where(torch.isinf(xe), torch.zeros_like(bases), bases)
     return torch.where(torch.isnan(xe), torch.full_like(bases, float("nan")), bases)
+
+
+def silu_derivative(x: torch.Tensor, derivative: int = 0) -> torch.Tensor:
+    """The m-th derivative of silu(x) = x·σ(x): x·σ^(m) + m·σ^(m-1), with σ^(j) a polynomial in σ."""
+    if derivative == 0:
+        return F.silu(x)
+    s = torch.sigmoid(x)
+    if derivative == 1:
+        return s * (1 + x * (1 - s))
+    coefs = [0.0, 1.0]  # P_0(s) = s; P_{j+1}(s) = P_j'(s)·s(1 - s)
+    values = []
+    for _ in range(derivative + 1):
+        values.append(sum(c * s ** i for i, c in enumerate(coefs)))
+        coefs = [i * c - (i - 1) * (coefs[i - 1] if i else 0.0) for i, c in enumerate(coefs + [0.0])]
+    return x * values[derivative] + derivative * values[derivative - 1]
+
+
+def kan_expand(x: torch.Tensor, grid: torch.Tensor, spline_order: int, derivative: int = 0,
+               base: bool = True) -> torch.Tensor:
+    """(..., in) -> (..., base·in + in·n_basis): [silu^(m)(x) | B^(m)(x) flattened per feature], the
+    A-operand of the KAN linear GEMM (efficient-kan's cat of silu(x) and its bases)."""
+    b = bspline_basis(x, grid, spline_order, derivative).flatten(-2)
+    return torch.cat([silu_derivative(x, derivative), b], -1) if base else b
+
+
+def kan_contract(x: torch.Tensor, grid: torch.Tensor, grad: torch.Tensor, spline_order: int, derivative: int = 1,
+                 base: bool = True) -> torch.Tensor:
+    """(..., in): per feature i, the sum of grad's columns of feature i times kan_expand(x, ..., derivative)
+    (the backward of kan_expand of order derivative - 1)."""
+    in_f = x.shape[-1]
+    b = bspline_basis(x, grid, spline_order, derivative)
+    gb = grad[..., in_f:] if base else grad
+    out = (gb.reshape(b.shape) * b).sum(-1)
+    return out + grad[..., :in_f] * silu_derivative(x, derivative) if base else out
 
 
 def kan_linear(

@@ -5,20 +5,30 @@
 
 #include "swisk/kernels/dialect.h"
 
-#define SWISK_MAX_SPLINE_ORDER 7
+#define SWISK_MAX_SPLINE_ORDER 7       // the fused KAN kernels (kan.h, kan_mma.h)
+#define SWISK_MAX_GPU_SPLINE_ORDER 15  // the expansion kernels on GPUs (register arrays); CPU: 63
+#define SWISK_MAX_CPU_SPLINE_ORDER 63
+#define SWISK_MAX_SILU_DERIVATIVE 8    // silu^(m) columns (the bases have every order: zero past k)
 
-// Parameters of the basis kernels (plain data, shared by host, CUDA and Metal).
+// Parameters of the expansion kernels (plain data, shared by host, CUDA and Metal). The expanded
+// operand of a row is [silu^(m)(x_i) for i < in, when base] then B^(m)_j(x_i) at base*in + i*n_basis + j.
 struct BsplineParams {
   sk_u32 rows;     // product of x's leading dimensions
   sk_u32 in;       // features (rows of the grid)
   sk_u32 n_knots;  // knots per feature
   sk_u32 order;    // spline order k
   sk_u32 n_basis;  // n_knots - 1 - order
+  sk_u32 deriv;    // derivative order m
+  sk_u32 base;     // 1: the silu columns lead each row
+  sk_u32 width;    // row length: base*in + in*n_basis
 };
 
-// Launch geometry of both basis kernels: SWISK_STRIDE_THREADS threads per block, grid-stride over
+// Launch geometry of both expansion kernels: SWISK_STRIDE_THREADS threads per block, grid-stride over
 // every (row, feature).
 SWISK_HD SkGrid bspline_basis_grid(BsplineParams p) { return sk_stride_grid(sk_u64(p.rows) * p.in); }
+
+// The register-array bound M (a template parameter of the kernels) for a spline order on GPUs.
+SWISK_HD sk_u32 bspline_gpu_bucket(sk_u32 order) { return order <= 3 ? 3 : order <= 7 ? 7 : 15; }
 
 // The order+1 bases that can be non-zero at x: v[r] is B_{span - MAX + r}, r in [MAX - order, MAX].
 template <typename A>
@@ -103,45 +113,128 @@ SWISK_FN A bspline_pick(SWISK_THREAD const A* v, sk_i32 span, sk_i32 j) {
   return out;
 }
 
+// ---- expansion with derivatives, order bounded by a compile-time M -----------------------------
+
+// v[r] = B^(deriv)_{span-M+r, order}(x) for r in [M - order, M], else 0; returns span (-1 outside the
+// grid, -2 for NaN: every v is NaN). Levels past order - deriv take derivative steps
+// k·(B_{j,k-1}/(g[j+k]-g[j]) - B_{j+1,k-1}/(g[j+k+1]-g[j+1])) instead of Cox–de Boor's; zero past order.
+template <sk_i32 M, typename A, typename P>
+SWISK_FN sk_i32 bspline_local_m(A x, P g, sk_i32 n_knots, sk_i32 order, sk_i32 deriv, SWISK_THREAD A* v) {
+  for (sk_i32 r = 0; r <= M; ++r) v[r] = A(0);
+  if (sk_isnan(x)) {
+    for (sk_i32 r = 0; r <= M; ++r) v[r] = x;
+    return -2;
+  }
+  if (!(x >= A(g[0]) && x < A(g[n_knots - 1]))) return -1;
+  sk_i32 lo = 0, hi = n_knots - 1;  // invariant: g[lo] <= x < g[hi]
+  while (hi - lo > 1) {
+    const sk_i32 mid = (lo + hi) / 2;
+    if (x >= A(g[mid])) lo = mid;
+    else hi = mid;
+  }
+  const sk_i32 s = lo;
+  if (deriv > order) return s;
+  v[M] = A(1);
+  for (sk_i32 k = 1; k <= M; ++k) {
+    if (k > order) break;
+    const bool step = k > order - deriv;
+    for (sk_i32 r = 0; r <= M; ++r) {
+      if (r < M - k) continue;
+      const sk_i32 j = s - M + r;
+      A nv = A(0);
+      if (j >= 0 && j <= n_knots - 2 - k) {
+        const A gj = A(g[j]), gj1 = A(g[j + 1]), gjk = A(g[j + k]), gjk1 = A(g[j + k + 1]);
+        const A next = r < M ? v[r + 1] : A(0);
+        if (step) nv = A(k) * (v[r] / (gjk - gj) - next / (gjk1 - gj1));
+        else nv = (x - gj) / (gjk - gj) * v[r] + (gjk1 - x) / (gjk1 - gj1) * next;
+      }
+      v[r] = nv;
+    }
+  }
+  return s;
+}
+
+// Basis value j from the local values of bspline_local_m (static indexing only).
+template <sk_i32 M, typename A>
+SWISK_FN A bspline_pick_m(SWISK_THREAD const A* v, sk_i32 span, sk_i32 j) {
+  A out = span == -2 ? v[0] : A(0);
+  for (sk_i32 r = 0; r <= M; ++r)
+    if (span >= 0 && span - M + r == j) out = v[r];
+  return out;
+}
+
+// silu^(m)(x) = x·σ^(m)(x) + m·σ^(m-1)(x); σ^(j) = P_j(σ) with P_0(s) = s, P_{j+1} = P_j'(s)·s(1 - s)
+// (orders 1 and 2 in closed form with 1 - σ(x) taken as σ(-x)).
+template <typename A>
+SWISK_FN A sk_silu_deriv(A x, sk_i32 m) {
+  const A sp = A(1) / (A(1) + sk_exp(-x)), sm = A(1) / (A(1) + sk_exp(x));
+  if (m == 0) return x * sp;
+  if (m == 1) return sp * (A(1) + x * sm);
+  if (m == 2) return sp * sm * (A(2) + x * (sm - sp));
+  const sk_i32 D = SWISK_MAX_SILU_DERIVATIVE + 2;
+  A c[D], prev = A(0), cur = A(0);  // coefficients of P_j, by powers of s
+  for (sk_i32 i = 0; i < D; ++i) c[i] = i == 1 ? A(1) : A(0);
+  for (sk_i32 j = 0; j <= SWISK_MAX_SILU_DERIVATIVE; ++j) {
+    if (j > m) break;
+    A val = A(0);
+    for (sk_i32 i = D - 1; i >= 0; --i) val = val * sp + c[i];
+    prev = cur;
+    cur = val;
+    for (sk_i32 i = D - 1; i >= 1; --i) c[i] = A(i) * c[i] - A(i - 1) * c[i - 1];
+    c[0] = A(0);
+  }
+  return x * cur + A(m) * prev;
+}
+
 // ---- kernel bodies (one thread per (row, feature), grid-stride) ---------------------------------
 
-// out[e, j] = B_j(x[e]) for e = row * in + feature.
-template <typename T>
-SWISK_FN void bspline_basis_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
-                                 SWISK_GLOBAL const T* grid, SWISK_GLOBAL T* out) {
+// out[n, :] = the expanded operand of row n (layout: BsplineParams). A bad knot row gives NaN bases.
+template <sk_i32 M, typename T>
+SWISK_FN void bspline_expand_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
+                                  SWISK_GLOBAL const T* grid, SWISK_GLOBAL T* out) {
   typedef typename sk_acc<T>::type A;
   const sk_u64 total = sk_u64(p.rows) * p.in;
   const sk_u64 step = sk_u64(id.bdx) * id.gdx;
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < total; e += step) {
-    SWISK_GLOBAL const T* g = grid + sk_u64(e % p.in) * p.n_knots;
-    SWISK_GLOBAL T* o = out + e * p.n_basis;
-    BsplineLocal<A> b = bspline_local<A>(A(x[e]), g, sk_i32(p.n_knots), sk_i32(p.order), false);
+    const sk_u64 n = e / p.in, i = e % p.in;
+    SWISK_GLOBAL const T* g = grid + i * p.n_knots;
+    SWISK_GLOBAL T* row = out + n * p.width;
+    const A xv = A(x[e]);
+    A v[M + 1];
+    const sk_i32 span = bspline_local_m<M>(xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
     const bool ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
+    if (p.base) row[i] = T(sk_silu_deriv(xv, sk_i32(p.deriv)));
+    SWISK_GLOBAL T* o = row + p.base * p.in + i * p.n_basis;
     for (sk_i32 j = 0; j < sk_i32(p.n_basis); ++j) {
-      const A v = bspline_pick<A>(b.v, b.span, j);
-      o[j] = T(ok ? v : sk_nan(v));
+      const A b = bspline_pick_m<M>(v, span, j);
+      o[j] = T(ok ? b : sk_nan(b));
     }
   }
 }
 
-// grad_x[e] = sum_j grad_out[e, j] * dB_j/dx (x[e]).
-template <typename T>
-SWISK_FN void bspline_basis_backward_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
-                                          SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* grad_out,
-                                          SWISK_GLOBAL T* grad_x) {
+// gx[n, i] = sum over feature i's columns c of grad[n, c] times the expanded operand of derivative
+// order deriv at x[n, i] (the backward of an expansion of order deriv - 1).
+template <sk_i32 M, typename T>
+SWISK_FN void bspline_contract_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
+                                    SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* grad, SWISK_GLOBAL T* gx) {
   typedef typename sk_acc<T>::type A;
-  const sk_i32 M = SWISK_MAX_SPLINE_ORDER;
   const sk_u64 total = sk_u64(p.rows) * p.in;
   const sk_u64 step = sk_u64(id.bdx) * id.gdx;
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < total; e += step) {
-    SWISK_GLOBAL const T* g = grid + sk_u64(e % p.in) * p.n_knots;
-    SWISK_GLOBAL const T* go = grad_out + e * p.n_basis;
-    BsplineLocal<A> b = bspline_local<A>(A(x[e]), g, sk_i32(p.n_knots), sk_i32(p.order), true);
-    A acc = b.span == -2 ? b.d[0] : A(0);
+    const sk_u64 n = e / p.in, i = e % p.in;
+    SWISK_GLOBAL const T* g = grid + i * p.n_knots;
+    SWISK_GLOBAL const T* row = grad + n * p.width;
+    const A xv = A(x[e]);
+    A v[M + 1];
+    const sk_i32 span = bspline_local_m<M>(xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
+    A acc = span == -2 ? v[0] : A(0);
+    SWISK_GLOBAL const T* o = row + p.base * p.in + i * p.n_basis;
     for (sk_i32 r = 0; r <= M; ++r) {
-      const sk_i32 j = b.span - M + r;
-      if (b.span >= 0 && j >= 0 && j < sk_i32(p.n_basis)) acc += A(go[j]) * b.d[r];
+      const sk_i32 j = span - M + r;
+      if (span >= 0 && j >= 0 && j < sk_i32(p.n_basis)) acc += A(o[j]) * v[r];
     }
-    grad_x[e] = T(bspline_row_ok<A>(g, sk_i32(p.n_knots)) ? acc : sk_nan(acc));
+    if (!bspline_row_ok<A>(g, sk_i32(p.n_knots))) acc = sk_nan(acc);
+    if (p.base) acc += A(row[i]) * sk_silu_deriv(xv, sk_i32(p.deriv));
+    gx[e] = T(acc);
   }
 }

@@ -18,6 +18,7 @@ struct KanLinearArgs {
   int order = 3;
   Launch launch;
   bool tf32 = false;
+  bool gemm = false;  // validate for the GEMM route (composed in Python): no kernel, any spline order
   static constexpr int kInputs = 5;
   static constexpr bool kWork = true;
   static constexpr TensorView KanLinearArgs::* kTensors[] = {
@@ -35,6 +36,7 @@ struct KanLinearBackwardArgs {
   TensorView grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler, work;
   int order = 3;
   Launch launch;
+  bool gemm = false;
   static constexpr int kInputs = 6;
   static constexpr bool kWork = true;
   using A = KanLinearBackwardArgs;

@@ -1,0 +1,112 @@
+"""kan_linear on the GEMM route (DESIGN.md, "GEMM-shaped work"): swisk's kernels write row tiles of
+the A-operand [silu(x) | B(x)] into a bounded workspace, torch's GEMM (MKL/OpenBLAS, cuBLAS, MPS)
+multiplies them by the packed weights [base_weight | spline_weight·spline_scaler], and in backward
+the contraction kernel turns dA = gy·W into dx. A is regenerated in backward, never saved."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import config
+
+_LOW = (torch.float16, torch.bfloat16)
+
+
+def _rows_per_tile(rows: int, width: int, elsize: int, buffers: int) -> int:
+    per_row = max(1, width * elsize * buffers)
+    return max(1, min(rows, config.get("workspace_bytes") // per_row))
+
+
+def _pack(bw, sw, sc):
+    out_f, in_f, nb = sw.shape
+    base = 0 if bw is None else in_f
+    w = torch.empty(out_f, base + in_f * nb, dtype=sw.dtype, device=sw.device)
+    if bw is not None:
+        w[:, :in_f].copy_(bw)
+    spline = w[:, base:].view(out_f, in_f, nb)
+    if sc is None:
+        spline.copy_(sw)
+    else:
+        torch.mul(sw, sc.unsqueeze(-1), out=spline)
+    return w
+
+
+def _key(t):
+    return None if t is None else (id(t), t.data_ptr(), t._version, t.dtype)
+
+
+def packed(bw, sw, sc, keep: bool):
+    """W = [base_weight | spline_weight·spline_scaler] (out, width). keep: hold it on spline_weight until
+    backward takes it (taken again there only if the weights' versions still match)."""
+    key = (_key(bw), _key(sw), _key(sc))
+    held = getattr(sw, "_swisk_packed", None)
+    if held is not None and held[0] == key:
+        return held[1]
+    w = _pack(bw, sw, sc)
+    if keep:
+        try:
+            sw._swisk_packed = (key, w)
+        except (AttributeError, RuntimeError):  # tensors that take no attributes: no cache
+            pass
+    return w
+
+
+def release(sw) -> None:
+    if getattr(sw, "_swisk_packed", None) is not None:
+        sw._swisk_packed = None
+
+
+def forward(expand, x, grid, bw, sw, sc, k):
+    """y (..., out); expand(x_tile, grid, k, derivative, base, out) writes A tiles."""
+    in_f, out_f = x.shape[-1], sw.shape[0]
+    rows = math.prod(x.shape[:-1])
+    x2 = x.reshape(rows, in_f)
+    keep = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (bw, sw, sc))
+    y = torch.empty(rows, out_f, dtype=x.dtype, device=x.device)
+    w = packed(bw, sw, sc, keep)
+    width = w.shape[1]
+    if rows == 0 or out_f == 0:
+        return y.view(*x.shape[:-1], out_f)
+    if width == 0:
+        return y.zero_().view(*x.shape[:-1], out_f)
+    tile = _rows_per_tile(rows, width, x.element_size(), 1)
+    ws = torch.empty(tile * width, dtype=x.dtype, device=x.device)
+    for r0 in range(0, rows, tile):
+        n = min(tile, rows - r0)
+        a = ws[:n * width].view(n, width)
+        expand(x2[r0:r0 + n], grid, k, 0, bw is not None, a)
+        torch.mm(a, w.t(), out=y[r0:r0 + n])
+    return y.view(*x.shape[:-1], out_f)
+
+
+def backward(expand, contract, x, grid, bw, sw, sc, gy, k):
+    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent arguments get (0,)."""
+    out_f, in_f, nb = sw.shape
+    rows, base = math.prod(x.shape[:-1]), bw is not None
+    x2, gy2 = x.reshape(rows, in_f), gy.reshape(rows, out_f)
+    w = packed(bw, sw, sc, False)
+    release(sw)
+    width = w.shape[1]
+    acc = torch.float32 if x.dtype in _LOW else x.dtype
+    gw = torch.zeros(out_f, width, dtype=acc, device=x.device)
+    gx = torch.zeros(rows, in_f, dtype=x.dtype, device=x.device)
+    if rows > 0 and width > 0 and out_f > 0:
+        tile = _rows_per_tile(rows, width, x.element_size(), 2)
+        ws = torch.empty(2, tile * width, dtype=x.dtype, device=x.device)
+        for r0 in range(0, rows, tile):
+            n = min(tile, rows - r0)
+            a, da = ws[0, :n * width].view(n, width), ws[1, :n * width].view(n, width)
+            xt, gt = x2[r0:r0 + n], gy2[r0:r0 + n]
+            expand(xt, grid, k, 0, base, a)
+            if acc == x.dtype:
+                gw.addmm_(gt.t(), a)
+            else:
+                gw += torch.mm(gt.t(), a).to(acc)
+            torch.mm(gt, w, out=da)
+            contract(xt, grid, da, k, 1, base, gx[r0:r0 + n])
+    gsp = gw[:, in_f if base else 0:].view(out_f, in_f, nb)
+    gbw = gw[:, :in_f].to(x.dtype).contiguous() if base else x.new_zeros(0)
+    gsw = (gsp if sc is None else gsp * sc.unsqueeze(-1)).to(x.dtype).contiguous()
+    gsc = (gsp * sw).sum(-1).to(x.dtype) if sc is not None else x.new_zeros(0)
+    return gx.view(x.shape), gbw, gsw, gsc
