@@ -4,7 +4,6 @@
 // the general one (kernels/bspline.h). Rows are split between threads; results do not depend on it.
 #include "swisk/ops/bspline.h"
 
-#include <cstring>
 #include <vector>
 
 #include "dtype_dispatch.h"
@@ -14,6 +13,12 @@
 
 namespace swisk::cpu {
 namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
+#define SK_BSPLINE_CLONES __attribute__((target_clones("arch=haswell", "default"), flatten))
+#else
+#define SK_BSPLINE_CLONES
+#endif
 
 constexpr int64_t kGrain = 16;  // rows per parallel chunk
 
@@ -55,7 +60,7 @@ inline void scatter(T* o, int64_t nb, const A* v, int K, int span) {
     for (int64_t j = 0; j < nb; ++j) o[j] = T(v[0]);
     return;
   }
-  std::memset(static_cast<void*>(o), 0, sizeof(T) * nb);
+  for (int64_t j = 0; j < nb; ++j) o[j] = T(0);
   if (span < 0) return;
   for (int q = 0; q <= K; ++q) {
     const int64_t j = int64_t(span) - K + q;
@@ -112,28 +117,56 @@ void with_local(const BsplineParams& p, const T* grid, const Knots<A>& kn, F&& f
 
 bool fast_path(const BsplineParams& p) { return p.order <= 7 && p.deriv <= 1; }
 
+// Rows [lo, hi) of the expanded operand (AVX2+FMA where the CPU has them).
+template <class Local, typename T, typename A>
+SK_BSPLINE_CLONES void expand_rows(const BsplineParams& p, const Local& local, const T* x, T* out, int64_t lo,
+                                   int64_t hi) {
+  A v[SWISK_MAX_CPU_SPLINE_ORDER + 1];
+  for (int64_t n = lo; n < hi; ++n) {
+    const T* xr = x + n * p.in;
+    T* row = out + n * p.width;
+    if (p.base) silu_row<T, A, T>(xr, row, p.in, int(p.deriv));
+    T* o = row + p.base * p.in;
+    for (int64_t i = 0; i < p.in; ++i) {
+      const int span = local(A(xr[i]), i, v);
+      scatter(o + i * p.n_basis, p.n_basis, v, int(p.order), span);
+    }
+  }
+}
+
+// Rows [lo, hi) of the contraction; silu: a row of scratch.
+template <class Local, typename T, typename A>
+SK_BSPLINE_CLONES void contract_rows(const BsplineParams& p, const Local& local, const T* x, const T* grad, T* gx,
+                                     A* silu, int64_t lo, int64_t hi) {
+  A v[SWISK_MAX_CPU_SPLINE_ORDER + 1];
+  for (int64_t n = lo; n < hi; ++n) {
+    const T* xr = x + n * p.in;
+    const T* g = grad + n * p.width;
+    const T* gb = g + p.base * p.in;
+    if (p.base) silu_row<T, A, A>(xr, silu, p.in, int(p.deriv));
+    for (int64_t i = 0; i < p.in; ++i) {
+      const int span = local(A(xr[i]), i, v);
+      A acc = span == -2 ? v[0] : A(0);
+      for (int q = 0; span >= 0 && q <= int(p.order); ++q) {
+        const int64_t j = int64_t(span) - p.order + q;
+        if (j >= 0 && j < p.n_basis) acc += A(gb[i * p.n_basis + j]) * v[q];
+      }
+      if (p.base) acc += A(g[i]) * silu[i];
+      gx[n * p.in + i] = T(acc);
+    }
+  }
+}
+
 void expand(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
   dispatch_float<true>(a.x.dtype, "bspline_expand", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
-    const T* x = a.x.ptr<const T>();
     const T* grid = a.grid.ptr<const T>();
-    T* out = a.out.ptr<T>();
     const Knots<A> kn(grid, p, fast_path(p));
     with_local<T, A>(p, grid, kn, [&](auto local) {
       parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
-        A v[SWISK_MAX_CPU_SPLINE_ORDER + 1];
-        for (int64_t n = lo; n < hi; ++n) {
-          const T* xr = x + n * p.in;
-          T* row = out + n * p.width;
-          if (p.base) silu_row<T, A, T>(xr, row, p.in, int(p.deriv));
-          T* o = row + p.base * p.in;
-          for (int64_t i = 0; i < p.in; ++i) {
-            const int span = local(A(xr[i]), i, v);
-            scatter(o + i * p.n_basis, p.n_basis, v, int(p.order), span);
-          }
-        }
+        expand_rows<decltype(local), T, A>(p, local, a.x.ptr<const T>(), a.out.ptr<T>(), lo, hi);
       });
     });
   });
@@ -144,31 +177,13 @@ void contract(const BsplineContractArgs& a) {
   dispatch_float<true>(a.x.dtype, "bspline_contract", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
-    const T* x = a.x.ptr<const T>();
     const T* grid = a.grid.ptr<const T>();
-    const T* grad = a.grad.ptr<const T>();
-    T* gx = a.grad_x.ptr<T>();
     const Knots<A> kn(grid, p, fast_path(p));
     with_local<T, A>(p, grid, kn, [&](auto local) {
       parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
-        A v[SWISK_MAX_CPU_SPLINE_ORDER + 1];
         std::vector<A> silu(p.base ? p.in : 0);
-        for (int64_t n = lo; n < hi; ++n) {
-          const T* xr = x + n * p.in;
-          const T* g = grad + n * p.width;
-          const T* gb = g + p.base * p.in;
-          if (p.base) silu_row<T, A, A>(xr, silu.data(), p.in, int(p.deriv));
-          for (int64_t i = 0; i < p.in; ++i) {
-            const int span = local(A(xr[i]), i, v);
-            A acc = span == -2 ? v[0] : A(0);
-            for (int q = 0; span >= 0 && q <= int(p.order); ++q) {
-              const int64_t j = int64_t(span) - p.order + q;
-              if (j >= 0 && j < p.n_basis) acc += A(gb[i * p.n_basis + j]) * v[q];
-            }
-            if (p.base) acc += A(g[i]) * silu[i];
-            gx[n * p.in + i] = T(acc);
-          }
-        }
+        contract_rows<decltype(local), T, A>(p, local, a.x.ptr<const T>(), a.grad.ptr<const T>(), a.grad_x.ptr<T>(),
+                                             silu.data(), lo, hi);
       });
     });
   });

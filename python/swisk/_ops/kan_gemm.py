@@ -81,17 +81,22 @@ def forward(expand, x, grid, bw, sw, sc, k):
 
 
 def backward(expand, contract, x, grid, bw, sw, sc, gy, k):
-    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent arguments get (0,)."""
+    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent arguments get (0,).
+    The weight gradient is two GEMMs per tile (base and spline columns of A) into their own buffers;
+    the spline part is grad_spline_weight itself when there is no scaler."""
     out_f, in_f, nb = sw.shape
     rows, base = math.prod(x.shape[:-1]), bw is not None
     x2, gy2 = x.reshape(rows, in_f), gy.reshape(rows, out_f)
     w = packed(bw, sw, sc, False)
     release(sw)
-    width = w.shape[1]
+    width, b0 = w.shape[1], in_f if base else 0
     acc = torch.float32 if x.dtype in _LOW else x.dtype
-    gw = torch.zeros(out_f, width, dtype=acc, device=x.device)
-    gx = torch.zeros(rows, in_f, dtype=x.dtype, device=x.device)
-    if rows > 0 and width > 0 and out_f > 0:
+    gsp = torch.empty(out_f, in_f * nb, dtype=acc, device=x.device)
+    gbw = torch.empty(out_f, in_f, dtype=acc, device=x.device) if base else x.new_zeros(0)
+    gx = torch.empty(rows, in_f, dtype=x.dtype, device=x.device)
+    if rows == 0 or width == 0 or out_f == 0:
+        gsp.zero_(), gbw.zero_(), gx.zero_()
+    else:
         tile = _rows_per_tile(rows, width, x.element_size(), 2)
         ws = torch.empty(2, tile * width, dtype=x.dtype, device=x.device)
         for r0 in range(0, rows, tile):
@@ -99,14 +104,26 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k):
             a, da = ws[0, :n * width].view(n, width), ws[1, :n * width].view(n, width)
             xt, gt = x2[r0:r0 + n], gy2[r0:r0 + n]
             expand(xt, grid, k, 0, base, a)
-            if acc == x.dtype:
-                gw.addmm_(gt.t(), a)
-            else:
-                gw += torch.mm(gt.t(), a).to(acc)
+            _accumulate(gsp, gt.t(), a[:, b0:], r0 == 0)
+            if base:
+                _accumulate(gbw, gt.t(), a[:, :b0], r0 == 0)
             torch.mm(gt, w, out=da)
             contract(xt, grid, da, k, 1, base, gx[r0:r0 + n])
-    gsp = gw[:, in_f if base else 0:].view(out_f, in_f, nb)
-    gbw = gw[:, :in_f].to(x.dtype).contiguous() if base else x.new_zeros(0)
-    gsw = (gsp if sc is None else gsp * sc.unsqueeze(-1)).to(x.dtype).contiguous()
-    gsc = (gsp * sw).sum(-1).to(x.dtype) if sc is not None else x.new_zeros(0)
-    return gx.view(x.shape), gbw, gsw, gsc
+    gsp = gsp.view(out_f, in_f, nb)
+    if sc is None:
+        return gx.view(x.shape), gbw.to(x.dtype), gsp.to(x.dtype), x.new_zeros(0)
+    gsc = torch.linalg.vecdot(gsp, sw.to(acc)).to(x.dtype)
+    return gx.view(x.shape), gbw.to(x.dtype), gsp.mul_(sc.unsqueeze(-1)).to(x.dtype), gsc
+
+
+def _accumulate(dst, a, b, first: bool) -> None:
+    """dst (+)= a @ b; dst may be wider than the product's dtype (fp32 sums of fp16/bf16 tiles)."""
+    if dst.dtype == a.dtype:
+        if first:
+            torch.mm(a, b, out=dst)
+        else:
+            dst.addmm_(a, b)
+    elif first:
+        dst.copy_(torch.mm(a, b))
+    else:
+        dst += torch.mm(a, b)

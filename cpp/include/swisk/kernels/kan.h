@@ -62,11 +62,15 @@ SWISK_FN sk_i32 bspline_local_k(A x, P g, Q inv, sk_i32 n_knots, SWISK_THREAD A*
     return -2;
   }
   if (!(x >= A(g[0]) && x < A(g[n_knots - 1]))) return -1;
-  sk_i32 s = 0;  // last knot <= x, by halving [s, s + len)
-  for (sk_i32 len = n_knots - 1; len > 1;) {
-    const sk_i32 half = len / 2;
-    s = x >= A(g[s + half]) ? s + half : s;
-    len -= half;
+  sk_i32 s = 0;  // last knot <= x: by counting on short grids (independent compares), else by halving
+  if (n_knots <= 32) {
+    for (sk_i32 t = 1; t < n_knots - 1; ++t) s += x >= A(g[t]) ? 1 : 0;
+  } else {
+    for (sk_i32 len = n_knots - 1; len > 1;) {
+      const sk_i32 half = len / 2;
+      s = x >= A(g[s + half]) ? s + half : s;
+      len -= half;
+    }
   }
   const sk_i32 top = n_knots - 2;  // B_{j,k} exists for 0 <= j <= top - k
   A q[K + 2];
