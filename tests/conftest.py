@@ -36,6 +36,22 @@ def _no_leaked_torch_state():
     assert not leaked, f"the test leaked global torch state (before, after): {leaked}"
 
 
+@pytest.fixture(params=["fused", "gemm"])
+def route(request):
+    """kan_linear's two routes: swisk's fused kernels and the vendor GEMM over generated tiles."""
+    with swisk.config.using(kan_route=request.param):
+        yield request.param
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_settings():
+    before = dict(swisk.config._settings)
+    yield
+    leaked = dict(swisk.config._settings) != before
+    swisk.config._settings.update(before)
+    assert not leaked, "the test leaked swisk.config settings"
+
+
 @pytest.fixture
 def rng():
     """A fresh generator per test, seeded from the OS: inputs differ on every run."""

@@ -42,7 +42,7 @@ def rel_err(got, want):
 
 @pytest.mark.parametrize("order", [1, 3])
 @pytest.mark.parametrize("base,scaler", [(True, True), (False, True), (True, False)])
-def test_matches_reference(backend, rng, order, base, scaler):
+def test_matches_reference(backend, rng, route, order, base, scaler):
     dev = testing.device_of(backend)
     for dtype in testing.dtypes_of(backend):
         args = make(rng, 37, 19, 21, 5, order, dtype, base, scaler)  # tails of every 16-wide tile
@@ -53,7 +53,7 @@ def test_matches_reference(backend, rng, order, base, scaler):
         assert err <= REL[dtype], f"{backend} {dtype}: rel error {err:.3g} (seed {rng.initial_seed()})"
 
 
-def test_leading_dims_and_non_contiguous(backend, rng):
+def test_leading_dims_and_non_contiguous(backend, rng, route):
     x, grid, bw, sw, sc = make(rng, 24, 5, 6, 4, 3, torch.float32)
     x3 = x.reshape(4, 6, 5).transpose(0, 1)  # (6, 4, 5), non-contiguous
     sw_nc = sw.transpose(0, 1).contiguous().transpose(0, 1)
@@ -66,7 +66,7 @@ def test_leading_dims_and_non_contiguous(backend, rng):
 
 
 @pytest.mark.parametrize("base,scaler", [(True, True), (False, False)])
-def test_backward_matches_reference(backend, rng, base, scaler):
+def test_backward_matches_reference(backend, rng, route, base, scaler):
     for dtype in [torch.float64, torch.float32] if backend == "cpu" else [torch.float32]:
         args = make(rng, 33, 17, 18, 6, 3, dtype, base, scaler)
         leaves = [None if t is None or i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
@@ -86,7 +86,7 @@ def test_backward_matches_reference(backend, rng, base, scaler):
             assert rel_err(g, w) <= tol, f"{backend} {dtype} grad {i}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
 
 
-def test_backward_half_precision(backend, rng):
+def test_backward_half_precision(backend, rng, route):
     for dtype in (torch.float16, torch.bfloat16):
         args = make(rng, 20, 9, 10, 5, 3, dtype)
         leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
@@ -231,9 +231,10 @@ def test_tf32_path_emulated(rng):
     assert REL[torch.float32] < err <= 3e-3, f"tf32 rel error {err:.3g} (seed {rng.initial_seed()})"
 
 
-@pytest.mark.parametrize("order", [0, 2, 5, 7])
-def test_every_order_cpu(rng, order):
-    """Each compile-time order of the CPU kernels, forward and gradients, in fp64."""
+@pytest.mark.parametrize("order", [0, 2, 5, 7, 8, 10])
+def test_every_order_cpu(rng, route, order):
+    """Each compile-time order of the CPU kernels, forward and gradients, in fp64; past the fused kernels'
+    order 7 both settings take the GEMM route."""
     args = make(rng, 19, 3, 4, 6, order)
     leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
     y = swisk.ops.kan_linear(*leaves, order)
@@ -247,7 +248,7 @@ def test_every_order_cpu(rng, order):
         assert rel_err(g, e) <= 1e-11
 
 
-def test_empty_batch_and_single_feature(backend, rng):
+def test_empty_batch_and_single_feature(backend, rng, route):
     x, grid, bw, sw, sc = make(rng, 5, 1, 1, 3, 3, torch.float32)
     y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
     assert rel_err(y, ref(x, grid, bw, sw, sc, 3)) <= 2e-5
@@ -329,7 +330,7 @@ def test_compile_dynamic_shapes(rng):
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
-def test_nonfinite_weights_propagate_as_in_the_formulation(backend, rng, bad):
+def test_nonfinite_weights_propagate_as_in_the_formulation(backend, rng, route, bad):
     """The formulation multiplies every basis, zero or not, by every weight: one non-finite spline
     weight makes y NaN (0·inf) in every row whose bases do not reach it, and NaN or inf where they do,
     exactly as the reference; a non-finite scaler likewise. Rows of other outputs stay finite."""

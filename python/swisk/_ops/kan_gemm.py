@@ -18,10 +18,11 @@ def _rows_per_tile(rows: int, width: int, elsize: int, buffers: int) -> int:
     return max(1, min(rows, config.get("workspace_bytes") // per_row))
 
 
-def _pack(bw, sw, sc):
+def _pack(bw, sw, sc, w=None):
     out_f, in_f, nb = sw.shape
     base = 0 if bw is None else in_f
-    w = torch.empty(out_f, base + in_f * nb, dtype=sw.dtype, device=sw.device)
+    if w is None:
+        w = torch.empty(out_f, base + in_f * nb, dtype=sw.dtype, device=sw.device)
     if bw is not None:
         w[:, :in_f].copy_(bw)
     spline = w[:, base:].view(out_f, in_f, nb)
@@ -33,17 +34,23 @@ def _pack(bw, sw, sc):
 
 
 def _key(t):
-    return None if t is None else (id(t), t.data_ptr(), t._version, t.dtype)
+    return None if t is None else (id(t), t.data_ptr(), t._version, t.dtype, t.device)
 
 
-def packed(bw, sw, sc, keep: bool):
-    """W = [base_weight | spline_weight·spline_scaler] (out, width). keep: hold it on spline_weight until
-    backward takes it (taken again there only if the weights' versions still match)."""
+def packed(bw, sw, sc):
+    """W = [base_weight | spline_weight·spline_scaler] (out, width), packed once per version of the
+    weights: trainable weights hold it on spline_weight (forward packs, backward and later inference
+    calls reuse it; the next version is packed into the same buffer). Frozen weights keep nothing."""
     key = (_key(bw), _key(sw), _key(sc))
     held = getattr(sw, "_swisk_packed", None)
     if held is not None and held[0] == key:
         return held[1]
-    w = _pack(bw, sw, sc)
+    keep = any(t is not None and t.requires_grad for t in (bw, sw, sc))
+    reuse = held[1] if keep and held is not None else None
+    width = (0 if bw is None else sw.shape[1]) + sw.shape[1] * sw.shape[2]
+    if reuse is not None and reuse.shape != (sw.shape[0], width):
+        reuse = None
+    w = _pack(bw, sw, sc, reuse)
     if keep:
         try:
             sw._swisk_packed = (key, w)
@@ -52,19 +59,13 @@ def packed(bw, sw, sc, keep: bool):
     return w
 
 
-def release(sw) -> None:
-    if getattr(sw, "_swisk_packed", None) is not None:
-        sw._swisk_packed = None
-
-
 def forward(expand, x, grid, bw, sw, sc, k):
     """y (..., out); expand(x_tile, grid, k, derivative, base, out) writes A tiles."""
     in_f, out_f = x.shape[-1], sw.shape[0]
     rows = math.prod(x.shape[:-1])
     x2 = x.reshape(rows, in_f)
-    keep = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (bw, sw, sc))
     y = torch.empty(rows, out_f, dtype=x.dtype, device=x.device)
-    w = packed(bw, sw, sc, keep)
+    w = packed(bw, sw, sc)
     width = w.shape[1]
     if rows == 0 or out_f == 0:
         return y.view(*x.shape[:-1], out_f)
@@ -87,8 +88,7 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k):
     out_f, in_f, nb = sw.shape
     rows, base = math.prod(x.shape[:-1]), bw is not None
     x2, gy2 = x.reshape(rows, in_f), gy.reshape(rows, out_f)
-    w = packed(bw, sw, sc, False)
-    release(sw)
+    w = packed(bw, sw, sc)
     width, b0 = w.shape[1], in_f if base else 0
     acc = torch.float32 if x.dtype in _LOW else x.dtype
     gsp = torch.empty(out_f, in_f * nb, dtype=acc, device=x.device)

@@ -1,0 +1,161 @@
+"""kan_linear's GEMM route (generated A tiles, torch's GEMM) and the expansion ops it is built on."""
+import pytest
+import torch
+
+import swisk
+from swisk import reference, testing
+from swisk._ops import kan_gemm, routes, spline
+
+from test_kan_linear import REL, make, ref, rel_err
+
+GRAD_ARGS = (0, 2, 3, 4)  # x, base_weight, spline_weight, spline_scaler
+
+
+def _grads(args, order, go):
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = swisk.ops.kan_linear(*leaves, order)
+    return y, torch.autograd.grad(y, [leaves[i] for i in GRAD_ARGS], go)
+
+
+def _ref_grads(args, order, go):
+    d = [t.double().requires_grad_() if i != 1 else t.double() for i, t in enumerate(args)]
+    y = reference.kan_linear(*d, order)
+    return torch.autograd.grad(y, [d[i] for i in GRAD_ARGS], go.double())
+
+
+@pytest.mark.parametrize("rows", [1, 6, 7, 8, 15, 23])
+def test_tile_boundaries(backend, rng, monkeypatch, rows):
+    """Forward tiles of 14 rows and backward tiles of 7 (two buffers): batches of 1, tile - 1, tile,
+    tile + 1 and several tiles; in and out not multiples of 8. Counts the tiles generated."""
+    fin, fout, g, k = 5, 11, 4, 3
+    dtype = testing.dtypes_of(backend)[0]
+    width = fin * (g + k + 1)
+    calls = []
+    real = spline._expand_into
+    monkeypatch.setattr(spline, "_expand_into", lambda x, *a: (calls.append(x.shape[0]), real(x, *a)))
+    args = make(rng, rows, fin, fout, g, k, dtype)
+    dev = testing.device_of(backend)
+    args = [t.to(dev) for t in args]
+    go = torch.randn(rows, fout, generator=rng, dtype=dtype).to(dev)
+    with swisk.config.using(kan_route="gemm", workspace_bytes=7 * width * args[0].element_size() * 2):
+        y, got = _grads(args, k, go)
+    cpu = [t.cpu() for t in args]
+    assert rel_err(y.cpu(), ref(*cpu, k)) <= REL[dtype]
+    for a, b in zip(got, _ref_grads(cpu, k, go.cpu())):
+        assert rel_err(a.cpu(), b) <= 10 * REL[dtype]
+    fwd, bwd = -(-rows // 14), -(-rows // 7)
+    assert calls == [min(14, rows - 14 * t) for t in range(fwd)] + [min(7, rows - 7 * t) for t in range(bwd)]
+
+
+def test_packed_weights_once_per_version(rng, monkeypatch):
+    """[base_weight | spline_weight·scaler] is packed once per version of trainable weights (forward
+    packs, backward and inference calls reuse it), into the same buffer after an in-place update;
+    frozen weights keep nothing."""
+    packs = []
+    real = kan_gemm._pack
+    monkeypatch.setattr(kan_gemm, "_pack", lambda *a: (packs.append(1), real(*a))[1])
+    args = make(rng, 9, 4, 5, 5, 3)
+    x, grid, bw, sw, sc = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    with swisk.config.using(kan_route="gemm"):
+        y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        buf = sw._swisk_packed[1]
+        y.sum().backward()
+        with torch.no_grad():
+            swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        assert len(packs) == 1
+        with torch.no_grad():
+            sw.mul_(0.5)  # an optimizer step: the version moves
+        y2 = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        assert len(packs) == 2 and sw._swisk_packed[1] is buf
+        assert rel_err(y2, ref(x.detach(), grid, bw.detach(), sw.detach(), sc.detach(), 3)) <= 1e-12
+        frozen = [t.detach().clone() for t in (bw, sw, sc)]
+        swisk.ops.kan_linear(x, grid, *frozen, 3)
+        assert getattr(frozen[1], "_swisk_packed", None) is None
+
+
+def test_route_rule():
+    assert routes.kan_route("cpu", 100, 10, 10, 8, 8) == "gemm"  # past the fused kernels' orders
+    assert routes.kan_route("cuda", 100, 10, 10, 8, 3) == "gemm"  # GPUs: the vendor GEMM by default
+    with swisk.config.using(kan_route="fused"):
+        assert routes.kan_route("cuda", 100, 10, 10, 8, 3) == "fused"
+        assert routes.kan_route("cpu", 100, 10, 10, 18, 15) == "gemm"
+    with swisk.config.using(kan_route="gemm"):
+        assert routes.kan_route("cpu", 1, 4, 4, 8, 3) == "gemm"
+
+
+def test_config_errors():
+    with pytest.raises(ValueError, match=r"\[swisk.config\] kan_route: must be one of auto, gemm, fused"):
+        swisk.config.set(kan_route="fast")
+    with pytest.raises(ValueError, match=r"\[swisk.config\] workspace_bytes: must be a positive int"):
+        with swisk.config.using(workspace_bytes=0):
+            pass
+    with pytest.raises(ValueError, match=r"\[swisk.config\] name: unknown setting 'tile'"):
+        swisk.config.set(tile=3)
+    assert swisk.config.get("kan_route") == "auto"
+
+
+@pytest.mark.parametrize("order", [8, 10, 15])
+def test_high_orders(backend, rng, order):
+    """efficient-kan accepts spline orders past 7: the GEMM route takes them (GPUs up to 15)."""
+    dtype = testing.dtypes_of(backend)[0]
+    dev = testing.device_of(backend)
+    args = make(rng, 13, 3, 4, 3, order, dtype)
+    go = torch.randn(13, 4, generator=rng, dtype=dtype)
+    y, got = _grads([t.to(dev) for t in args], order, go.to(dev))
+    tol = 1e-10 if dtype == torch.float64 else 5e-4
+    assert rel_err(y.cpu(), ref(*args, order)) <= tol
+    for a, b in zip(got, _ref_grads(args, order, go)):
+        assert rel_err(a.cpu(), b) <= 10 * tol
+
+
+def test_order_limits(rng):
+    args = make(rng, 3, 2, 2, 2, 16, torch.float32)
+    with testing.backend("cuda-emu"):
+        with pytest.raises(ValueError, match=r"\[kan_linear\] spline_order: at most 15 is supported on cuda-emu"):
+            swisk.ops.kan_linear(*args, 16)
+    layer = swisk.nn.KANLinear(3, 2, grid_size=3, spline_order=10)
+    x = torch.rand(4, 3) * 2 - 1
+    torch.testing.assert_close(layer(x), reference.kan_linear(x, layer.grid, layer.base_weight, layer.spline_weight,
+                                                              layer.spline_scaler, 10))
+
+
+@pytest.mark.parametrize("order,derivative", [(1, 0), (3, 0), (3, 1), (3, 2), (3, 4), (9, 3)])
+@pytest.mark.parametrize("base", [True, False])
+def test_kan_expand_matches_reference(backend, rng, order, derivative, base):
+    dtype = testing.dtypes_of(backend)[0]
+    args = make(rng, 11, 4, 1, 5, order, dtype)
+    x, grid = args[0], args[1]
+    x[3, 1] = float("nan")
+    want = reference.kan_expand(x.double(), grid.double(), order, derivative, base)
+    dev = testing.device_of(backend)
+    got = swisk.ops.kan_expand(x.to(dev), grid.to(dev), order, derivative, base).cpu()
+    assert got.shape == want.shape and torch.equal(got.isnan(), want.isnan())
+    fin = want.isfinite()
+    tol = 1e-12 if dtype == torch.float64 else 5e-5
+    scale = want[fin].abs().max().clamp_min(1)
+    assert ((got[fin].double() - want[fin]).abs().max() / scale).item() <= tol
+    g = torch.randn(want.shape, generator=rng, dtype=dtype)
+    gx = torch.ops.swisk.kan_contract(x.to(dev), grid.to(dev), g.to(dev), order, derivative + 1, base).cpu()
+    gw = reference.kan_contract(x.double(), grid.double(), g.double(), order, derivative + 1, base)
+    ok = gw.isfinite()
+    assert torch.equal(gx.isnan(), gw.isnan())
+    assert ((gx[ok].double() - gw[ok]).abs().max() / gw[ok].abs().max().clamp_min(1)).item() <= 4 * tol
+
+
+def test_expansion_derivatives_of_every_order(rng):
+    """bspline_basis and kan_expand differentiate to any order: gradcheck, gradgradcheck, and the
+    derivative parameter equals autograd's derivative of the order below."""
+    args = make(rng, 5, 3, 1, 4, 3)
+    grid = args[1]
+    x = (grid[:, 3] + (grid[:, -4] - grid[:, 3]) * torch.rand(5, 3, generator=rng, dtype=torch.float64))
+    x.requires_grad_()  # inside the grid, off the knots (the derivatives jump there)
+    for base in (True, False):
+        f = lambda t: swisk.ops.kan_expand(t, grid, 3, 1, base)  # noqa: E731
+        torch.autograd.gradcheck(f, (x,))
+        torch.autograd.gradgradcheck(f, (x,))
+    torch.autograd.gradcheck(lambda t: swisk.ops.bspline_basis(t, grid, 3, 2), (x,))
+    b1 = swisk.ops.bspline_basis(x, grid, 3, 1)
+    b0 = swisk.ops.bspline_basis(x, grid, 3, 0)
+    auto = torch.autograd.grad(b0.sum(-1).sum(), x, create_graph=True)[0]
+    torch.testing.assert_close(auto, b1.sum(-1).detach())
+    assert torch.equal(swisk.ops.bspline_basis(x, grid, 3, 4), torch.zeros_like(b0))
