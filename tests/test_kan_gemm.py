@@ -47,30 +47,31 @@ def test_tile_boundaries(backend, rng, monkeypatch, rows):
     assert calls == [min(14, rows - 14 * t) for t in range(fwd)] + [min(7, rows - 7 * t) for t in range(bwd)]
 
 
-def test_packed_weights_once_per_version(rng, monkeypatch):
-    """[base_weight | spline_weight·scaler] is packed once per version of trainable weights (forward
-    packs, backward and inference calls reuse it), into the same buffer after an in-place update;
-    frozen weights keep nothing."""
+def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
+    """[base_weight | spline_weight·scaler] is packed once per training step: forward packs and holds
+    it for its backward, which lets it go; an in-place update between them (a version change) or a
+    change through .data before the next forward (no version change) is never missed."""
     packs = []
     real = kan_gemm._pack
     monkeypatch.setattr(kan_gemm, "_pack", lambda *a: (packs.append(1), real(*a))[1])
     args = make(rng, 9, 4, 5, 5, 3)
     x, grid, bw, sw, sc = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    go = torch.randn(9, 5, generator=rng, dtype=torch.float64)
     with swisk.config.using(kan_route="gemm"):
         y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
-        buf = sw._swisk_packed[1]
-        y.sum().backward()
+        assert sw._swisk_packed is not None and len(packs) == 1
+        y.backward(go)
+        assert sw._swisk_packed is None and len(packs) == 1
+        sw.data.mul_(0.5)  # no version change
         with torch.no_grad():
-            swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
-        assert len(packs) == 1
-        with torch.no_grad():
-            sw.mul_(0.5)  # an optimizer step: the version moves
-        y2 = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
-        assert len(packs) == 2 and sw._swisk_packed[1] is buf
+            y2 = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        assert getattr(sw, "_swisk_packed", None) is None and len(packs) == 2
         assert rel_err(y2, ref(x.detach(), grid, bw.detach(), sw.detach(), sc.detach(), 3)) <= 1e-12
-        frozen = [t.detach().clone() for t in (bw, sw, sc)]
-        swisk.ops.kan_linear(x, grid, *frozen, 3)
-        assert getattr(frozen[1], "_swisk_packed", None) is None
+        y3 = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        with torch.no_grad():
+            bw.mul_(2.0)  # version change between forward and backward: autograd refuses, as for any op
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y3.backward(go)
 
 
 def test_route_rule():

@@ -26,6 +26,13 @@ constexpr int64_t kOuts = 256;  // forward: outputs per accumulator chunk
 constexpr int64_t kFeats = 1;   // backward: features per pass over the batch (their rows stay in L1)
 constexpr int64_t kBatch = 16;  // backward: rows whose bases are evaluated together
 
+// Items per parallel chunk so that a chunk holds at least kMinWork multiply-adds: below that, forking
+// threads costs more than it saves (one small layer runs serially).
+constexpr int64_t kMinWork = 1 << 16;
+int64_t work_grain(int64_t grain, int64_t work_per_item) {
+  return std::max(grain, kMinWork / std::max<int64_t>(1, work_per_item));
+}
+
 template <typename T, typename A>
 struct Ctx {
   KanParams p;
@@ -44,7 +51,7 @@ bool prepare(const Ctx<T, A>& c) {
   const KanParams& p = c.p;
   const int64_t nk = p.n_knots;
   std::atomic<bool> nonfinite{false};
-  parallel_for(p.in, 8, [&](int64_t lo, int64_t hi) {
+  parallel_for(p.in, work_grain(8, int64_t(p.out) * (p.n_basis + 1)), [&](int64_t lo, int64_t hi) {
     bool bad = false;
     for (int64_t i = lo; i < hi; ++i) {
       const T* g = c.grid + i * nk;
@@ -268,7 +275,8 @@ void forward(const KanLinearArgs& a) {
     const bool nonfinite = prepare(c);
     T* y = a.out.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
-      parallel_for(p.rows, row_grain(p.rows), [&](int64_t lo, int64_t hi) {
+      const int64_t per_row = int64_t(p.in) * p.out * (k() + 2);
+      parallel_for(p.rows, work_grain(row_grain(p.rows), per_row), [&](int64_t lo, int64_t hi) {
         for (int64_t n = lo; n < hi; n += kRows) forward_rows_any<k()>(c, y, n, std::min(hi, n + kRows));
       });
     });
@@ -293,11 +301,13 @@ void backward(const KanLinearBackwardArgs& a) {
     const T* gy = a.grad_out.ptr<const T>();
     T* gx = a.grad_x.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
-      parallel_for(p.in, kFeats, [&](int64_t lo, int64_t hi) { backward_features_any<k()>(c, gy, gx, gwt, lo, hi); });
+      const int64_t per_feature = int64_t(p.rows) * p.out * (k() + 2) * 2;
+      parallel_for(p.in, work_grain(kFeats, per_feature),
+                   [&](int64_t lo, int64_t hi) { backward_features_any<k()>(c, gy, gx, gwt, lo, hi); });
     });
     // gwt (in, nb + 1, out) -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler.
     T *gbw = a.grad_base_weight.ptr<T>(), *gsw = a.grad_spline_weight.ptr<T>(), *gsc = a.grad_spline_scaler.ptr<T>();
-    parallel_for(p.out, 16, [&](int64_t lo, int64_t hi) {
+    parallel_for(p.out, work_grain(16, int64_t(p.in) * p.n_basis), [&](int64_t lo, int64_t hi) {
       for (int64_t o = lo; o < hi; ++o)
         for (int64_t i = 0; i < p.in; ++i) {
           const int64_t oi = o * p.in + i;

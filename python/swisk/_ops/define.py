@@ -4,7 +4,9 @@ the same glue: C++ prepares the call (validation, output shapes, scratch), Pytho
 launches; Metal dispatches come back and are bound here, for MPS and metal-emu alike."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 from typing import Callable, Optional
 
 import torch
@@ -137,6 +139,23 @@ def _fake(spec: OpSpec, prepared: _Prepared, args):
 
 
 _AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_STATE = threading.local()
+
+
+def recording() -> bool:
+    """True while an op's forward runs for autograd (its backward will follow): a composite route may
+    then hold what its backward reuses."""
+    return getattr(_STATE, "recording", False)
+
+
+@contextlib.contextmanager
+def _recording():
+    before = recording()
+    _STATE.recording = True
+    try:
+        yield
+    finally:
+        _STATE.recording = before
 
 
 def _autograd(spec: OpSpec, op):
@@ -154,10 +173,11 @@ def _autograd(spec: OpSpec, op):
         @staticmethod
         def forward(ctx, keyset, *args):
             # keyset None: called from the public wrapper on plain eager tensors (no dispatcher)
-            if keyset is None:
-                out = _run(spec, op._swisk_prepared, args)
-            else:
-                out = op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+            with _recording():
+                if keyset is None:
+                    out = _run(spec, op._swisk_prepared, args)
+                else:
+                    out = op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
             ctx.save_for_backward(*args[:n_in])
             ctx.scalars = args[n_in:]
             return out
@@ -177,7 +197,8 @@ def _autograd(spec: OpSpec, op):
 
         @staticmethod
         def forward(keyset, *args):
-            return op(*args) if keyset is None else op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+            with _recording():
+                return op(*args) if keyset is None else op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
 
         @staticmethod
         def setup_context(ctx, inputs, output):

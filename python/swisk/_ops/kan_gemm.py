@@ -9,6 +9,7 @@ import math
 import torch
 
 from .. import config
+from .define import recording
 
 _LOW = (torch.float16, torch.bfloat16)
 
@@ -37,26 +38,23 @@ def _key(t):
     return None if t is None else (id(t), t.data_ptr(), t._version, t.dtype, t.device)
 
 
-def packed(bw, sw, sc):
-    """W = [base_weight | spline_weight·spline_scaler] (out, width), packed once per version of the
-    weights: trainable weights hold it on spline_weight (forward packs, backward and later inference
-    calls reuse it; the next version is packed into the same buffer). Frozen weights keep nothing."""
-    key = (_key(bw), _key(sw), _key(sc))
+def _keep(bw, sw, sc, w) -> None:
+    """Holds the forward's W on spline_weight for the backward of the same call (autograd records it)."""
+    try:
+        sw._swisk_packed = ((_key(bw), _key(sw), _key(sc)), w)
+    except (AttributeError, RuntimeError):  # tensors that take no attributes: backward repacks
+        pass
+
+
+def _take(bw, sw, sc):
+    """The forward's W if the weights are still those it packed (same objects and versions), else a
+    fresh pack; either way nothing stays held. Forward never reads it: weights changed through .data
+    keep their version."""
     held = getattr(sw, "_swisk_packed", None)
-    if held is not None and held[0] == key:
-        return held[1]
-    keep = any(t is not None and t.requires_grad for t in (bw, sw, sc))
-    reuse = held[1] if keep and held is not None else None
-    width = (0 if bw is None else sw.shape[1]) + sw.shape[1] * sw.shape[2]
-    if reuse is not None and reuse.shape != (sw.shape[0], width):
-        reuse = None
-    w = _pack(bw, sw, sc, reuse)
-    if keep:
-        try:
-            sw._swisk_packed = (key, w)
-        except (AttributeError, RuntimeError):  # tensors that take no attributes: no cache
-            pass
-    return w
+    if held is None:
+        return _pack(bw, sw, sc)
+    sw._swisk_packed = None
+    return held[1] if held[0] == (_key(bw), _key(sw), _key(sc)) else _pack(bw, sw, sc)
 
 
 def forward(expand, x, grid, bw, sw, sc, k):
@@ -65,7 +63,9 @@ def forward(expand, x, grid, bw, sw, sc, k):
     rows = math.prod(x.shape[:-1])
     x2 = x.reshape(rows, in_f)
     y = torch.empty(rows, out_f, dtype=x.dtype, device=x.device)
-    w = packed(bw, sw, sc)
+    w = _pack(bw, sw, sc)
+    if recording():
+        _keep(bw, sw, sc, w)
     width = w.shape[1]
     if rows == 0 or out_f == 0:
         return y.view(*x.shape[:-1], out_f)
@@ -88,7 +88,7 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k):
     out_f, in_f, nb = sw.shape
     rows, base = math.prod(x.shape[:-1]), bw is not None
     x2, gy2 = x.reshape(rows, in_f), gy.reshape(rows, out_f)
-    w = packed(bw, sw, sc)
+    w = _take(bw, sw, sc)
     width, b0 = w.shape[1], in_f if base else 0
     acc = torch.float32 if x.dtype in _LOW else x.dtype
     gsp = torch.empty(out_f, in_f * nb, dtype=acc, device=x.device)
