@@ -160,3 +160,34 @@ def test_expansion_derivatives_of_every_order(rng):
     auto = torch.autograd.grad(b0.sum(-1).sum(), x, create_graph=True)[0]
     torch.testing.assert_close(auto, b1.sum(-1).detach())
     assert torch.equal(swisk.ops.bspline_basis(x, grid, 3, 4), torch.zeros_like(b0))
+
+
+@pytest.mark.parametrize("route", ["fused", "gemm"])
+def test_higher_derivatives_run_on_the_kernels(rng, monkeypatch, route):
+    """Second and third derivatives of kan_linear (a PINN's u_xx, its gradient in the weights) come from
+    swisk's expansion kernels: the plain-torch bases are never built, and they equal the formulation's."""
+    args = make(rng, 6, 3, 2, 4, 3)
+    grid = args[1]
+    x = (grid[:, 3] + (grid[:, -4] - grid[:, 3]) * torch.rand(6, 3, generator=rng, dtype=torch.float64))
+
+    def uxx_and_grads(fn):
+        xx = x.clone().requires_grad_()
+        ws = [args[i].clone().requires_grad_() for i in (2, 3, 4)]
+        u = fn(xx, grid, *ws, 3)
+        (ux,) = torch.autograd.grad(u.sum(), xx, create_graph=True)
+        (uxx,) = torch.autograd.grad(ux.sum(), xx, create_graph=True)
+        return (uxx, *torch.autograd.grad(uxx.square().sum(), [xx, *ws]))
+
+    want = uxx_and_grads(reference.kan_linear)
+    real = reference.spline.bspline_basis
+
+    def forbidden(*a, **k):
+        raise AssertionError("the plain-torch bases were built")
+
+    monkeypatch.setattr(reference.spline, "bspline_basis", forbidden)
+    with swisk.config.using(kan_route=route):
+        got = uxx_and_grads(swisk.ops.kan_linear)
+    monkeypatch.setattr(reference.spline, "bspline_basis", real)
+    assert want[0].abs().max() > 0
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)

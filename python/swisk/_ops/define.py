@@ -34,7 +34,9 @@ class OpSpec:
     outputs: tuple
     prepare: Callable                      # _C.<name>_prepare(*views, *scalars, *extra, backend)
     fake_shapes: Callable                  # (*args) -> output shapes, for symbolic sizes
-    reference: Callable                    # the plain-torch formulation: derivatives the kernels lack
+    reference: Callable                    # the plain-torch formulation (tests, baselines)
+    derivatives: Optional[Callable] = None  # differentiable formulation for what the kernels lack
+                                            # (default: reference), e.g. one built of swisk ops
     backward: Optional[Callable] = None    # (needs_input_grad, saved inputs, scalars, grads) -> input grads
     extra: Optional[Callable] = None       # (backend, tensors, scalars) -> extra prepare arguments
     composite: Optional[Callable] = None   # (tensors, scalars) -> outputs, when prepare validates only
@@ -277,7 +279,8 @@ def define(spec: OpSpec):
 
 
 _DISPATCH, _PLAIN, _PLAIN_GRAD, _FUNCTORCH = 0, 1, 2, 3
-_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)  # Parameter: a tensor without torch-function overrides
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+_wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # Parameter: a tensor without torch-function overrides
 
 
 def _route(tensors) -> int:
@@ -295,7 +298,7 @@ def _route(tensors) -> int:
     grad = torch.is_grad_enabled()
     for t in tensors:
         if t is not None:
-            if type(t) not in _PLAIN_TYPES:
+            if type(t) not in _PLAIN_TYPES or _wrapped(t):  # wrapped: a torch.func pullback running later
                 return _DISPATCH
             if grad and t.requires_grad:
                 route = _PLAIN_GRAD

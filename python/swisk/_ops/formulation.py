@@ -1,5 +1,5 @@
-"""Derivatives the kernels do not compute yet, taken exactly from the op's plain-torch formulation
-(its `reference` in the description): the backward of the backward ops (double backward, gradient
+"""Derivatives the kernels do not compute yet, taken exactly from the op's differentiable formulation
+(its `derivatives` in the description, else its plain-torch `reference`): the backward of the backward ops (double backward, gradient
 penalties, PINN-style second derivatives) and forward-mode tangents (jvp, jacfwd, hessian).
 These build what the formulation builds (for kan_linear the (batch, in, n_basis) basis tensor), as
 efficient-kan does; the kernels' first-order paths stay as they are."""
@@ -23,7 +23,7 @@ def vjp(spec, need, saved, scalars, grads):
         ins = list(saved)
         for i, m in zip(diff, moving):
             ins[i] = m
-        return _as_tuple(spec.reference(*ins, *scalars))
+        return _as_tuple((spec.derivatives or spec.reference)(*ins, *scalars))
 
     outs, pull = torch.func.vjp(f, *(saved[i] for i in diff))
     cot = tuple(torch.zeros_like(o) if g is None else g for o, g in zip(outs, grads))
@@ -46,7 +46,7 @@ def jvp(spec, primals, scalars, tangents):
         ins = list(primals)
         for i, m in zip(diff, moving):
             ins[i] = m
-        return _as_tuple(spec.reference(*ins, *scalars))
+        return _as_tuple((spec.derivatives or spec.reference)(*ins, *scalars))
 
     if not diff:
         return _single([torch.zeros_like(o) for o in f()])

@@ -25,6 +25,25 @@ def _kan_backward_ref(x, grid, bw, sw, sc, gy, k):
     return tuple(next(grads) if p else x.new_zeros(0) for p in present)
 
 
+def _kan_backward_by_kernels(x, grid, bw, sw, sc, gy, k):
+    """kan_linear's backward written with swisk's expansion ops and torch's GEMMs, differentiable to any
+    order: what its second derivatives differentiate. Holds (batch, width) operands, width =
+    in·(n_basis + 1), where the plain-torch formulation holds several (batch, in, n_basis) tensors."""
+    out_f, in_f, nb = sw.shape
+    base = bw is not None
+    lead = x.shape[:-1]
+    x2, gy2 = x.reshape(-1, in_f), gy.reshape(-1, out_f)
+    scaled = sw if sc is None else sw * sc.unsqueeze(-1)
+    w = torch.cat([bw, scaled.reshape(out_f, -1)], 1) if base else scaled.reshape(out_f, -1)
+    gx = invoke(kan_contract_op, x2.contiguous(), grid, (gy2 @ w).contiguous(), k, 1, base)
+    gw = gy2.t() @ invoke(kan_expand_op, x2.contiguous(), grid, k, 0, base)
+    gsp = gw[:, in_f if base else 0:].reshape(out_f, in_f, nb)
+    gbw = gw[:, :in_f] if base else x.new_zeros(0)
+    gsw = gsp if sc is None else gsp * sc.unsqueeze(-1)
+    gsc = (gsp * sw).sum(-1) if sc is not None else x.new_zeros(0)
+    return gx.reshape(*lead, in_f), gbw, gsw, gsc
+
+
 # ---- the expansion: bspline_basis, kan_expand and their contraction (one kernel pair) ----------------
 def _expand_shapes(name, per_feature):
     def shapes(x, grid, k, m, base=False):
@@ -45,6 +64,28 @@ def _basis_backward(need, saved, scalars, grads):
         return None, None
     g = grads[0].reshape(*x.shape[:-1], x.shape[-1] * grads[0].shape[-1])
     return invoke(kan_contract_op, x, grid, g.contiguous(), k, m + 1, False), None
+
+
+def _spread(u, width, base):
+    """(..., in) -> (..., width): each feature's value on its columns of the expanded layout."""
+    in_f = u.shape[-1]
+    nb = (width - (in_f if base else 0)) // max(in_f, 1)
+    rep = u.repeat_interleave(nb, -1)
+    return torch.cat([u, rep], -1) if base else rep
+
+
+def _contract_backward(need, saved, scalars, grads):
+    """contract_m(x, G) = sum over each feature's columns of G·E_m(x): d/dG = E_m(x)·u spread over the
+    columns, d/dx = u·contract_{m+1}(x, G). Both swisk ops: differentiable again, to any order."""
+    x, grid, g = saved
+    k, m, base = scalars
+    u = grads[0].contiguous()
+    gx = gg = None
+    if need[0]:
+        gx = u * invoke(kan_contract_op, x, grid, g, k, m + 1, base)
+    if need[2]:
+        gg = invoke(kan_expand_op, x, grid, k, m, base) * _spread(u, g.shape[-1], base)
+    return gx, None, gg
 
 
 def _expand_backward(need, saved, scalars, grads):
@@ -90,7 +131,8 @@ EXPAND = OpSpec(
 CONTRACT = OpSpec(
     name="kan_contract", inputs=("x", "grid", "grad"),
     scalars=(("spline_order", int), ("derivative", int), ("base", bool)), outputs=("grad_x",),
-    prepare=_C.kan_contract_prepare, reference=reference.kan_contract, row_outputs=("grad_x",),
+    prepare=_C.kan_contract_prepare, backward=_contract_backward, reference=reference.kan_contract,
+    row_outputs=("grad_x",),
     fake_shapes=lambda x, grid, g, k, m, base: [tuple(x.shape)])
 
 bspline_basis_op = define(BASIS)
@@ -177,10 +219,11 @@ KAN_LINEAR = OpSpec(
     On CUDA, fp16/bf16 run on the tensor cores, and so does fp32 (as tf32) when
     torch.backends.cuda.matmul.allow_tf32 is set.
 
-    Derivatives: first-order gradients run on swisk's kernels. Second derivatives (the backward's own
-    backward: gradient penalties, PINN losses, hessians) and forward-mode tangents (jvp, jacfwd) are
-    computed from the plain-torch formulation, which builds the (batch, in, n_basis) basis tensor, as
-    efficient-kan does.
+    Derivatives of every order: gradients on the route's kernels; second and higher derivatives (the
+    backward's own backward: gradient penalties, PINN losses such as u_xx and its gradient in the
+    weights, hessians) on swisk's expansion kernels (kan_expand / kan_contract with derivative orders)
+    and torch's GEMMs, holding (batch, in·(n_basis+1)) operands. Forward-mode tangents (jvp, jacfwd)
+    come from the plain-torch formulation, which builds the (batch, in, n_basis) basis tensor.
 
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices, shapes or knots.
@@ -192,7 +235,7 @@ KAN_LINEAR_BACKWARD = OpSpec(
     scalars=(("spline_order", int),),
     outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
     prepare=_C.kan_linear_backward_prepare, extra=_backward_route, composite=_kan_gemm_backward,
-    reference=_kan_backward_ref, row_outputs=("grad_x",),
+    reference=_kan_backward_ref, derivatives=_kan_backward_by_kernels, row_outputs=("grad_x",),
     fake_shapes=lambda x, grid, bw, sw, sc, g, k: [tuple(x.shape), (0,) if bw is None else tuple(bw.shape),
                                                    tuple(sw.shape), (0,) if sc is None else tuple(sc.shape)])
 
