@@ -77,6 +77,8 @@ def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
 def test_route_rule():
     assert routes.kan_route("cpu", 100, 10, 10, 8, 8) == "gemm"  # past the fused kernels' orders
     assert routes.kan_route("cuda", 100, 10, 10, 8, 3) == "gemm"  # GPUs: the vendor GEMM by default
+    assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"  # CPU: by the measured rule
+    assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "gemm"
     with swisk.config.using(kan_route="fused"):
         assert routes.kan_route("cuda", 100, 10, 10, 8, 3) == "fused"
         assert routes.kan_route("cpu", 100, 10, 10, 18, 15) == "gemm"
