@@ -193,3 +193,26 @@ def test_higher_derivatives_run_on_the_kernels(rng, monkeypatch, route):
     assert want[0].abs().max() > 0
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("order", [1, 2, 3, 5, 7])
+def test_uniform_knots_path(rng, dtype, order):
+    """efficient-kan's uniform grids take the CPU's closed-form path: the same numbers as the recursion,
+    at every knot (inner ones and both ends), outside the grid, for NaN and ±inf, values and derivatives."""
+    grid = reference.kan_grid(37, 5, order, (-1.5, 2.0)).to(dtype)  # 37 features: blocks and a tail
+    x = (torch.rand(9, 37, generator=rng, dtype=torch.float64) * 5 - 2.5).to(dtype)
+    x[0], x[1], x[2] = grid[:, 0], grid[:, order + 2], grid[:, -1]
+    x[3, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0], dtype=dtype)
+    tol = 1e-12 if dtype == torch.float64 else 2e-5
+    for deriv in (0, 1):
+        want = reference.kan_expand(x.double(), grid.double(), order, deriv)
+        got = swisk.ops.kan_expand(x, grid, order, deriv)
+        assert torch.equal(got.isnan(), want.isnan())
+        fin = want.isfinite()
+        assert ((got[fin].double() - want[fin]).abs().max() / want[fin].abs().max()).item() <= tol
+        g = torch.randn(want.shape, generator=rng, dtype=dtype)
+        gx = torch.ops.swisk.kan_contract(x, grid, g, order, deriv + 1, True)
+        gw = reference.kan_contract(x.double(), grid.double(), g.double(), order, deriv + 1, True)
+        ok = gw.isfinite() & (x != grid[:, 0]) & (x != grid[:, order + 2]) if deriv + 1 >= order else gw.isfinite()
+        assert ((gx[ok].double() - gw[ok]).abs().max() / gw[ok].abs().max()).item() <= 10 * tol

@@ -4,11 +4,14 @@
 // the general one (kernels/bspline.h). Rows are split between threads; results do not depend on it.
 #include "swisk/ops/bspline.h"
 
+#include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "dtype_dispatch.h"
 #include "parallel.h"
 #include "swisk/kernels/kan.h"
+#include "bspline_uniform.h"
 #include "vec_math.h"
 
 namespace swisk::cpu {
@@ -37,19 +40,26 @@ struct Knots {
   }
 };
 
-// silu^(m) of a row, through the vector exp for m <= 1 (1 - σ(x) taken as σ(-x)).
+// silu^(m) of a row, through the vector exp for m <= 1 (1 - σ(x) taken as σ(-x)); one loop per order,
+// each vectorised.
 template <typename T, typename A, typename O>
 void silu_row(const T* x, O* out, int64_t n, int m) {
   if (m > 1) {
     for (int64_t i = 0; i < n; ++i) out[i] = O(sk_silu_deriv(A(x[i]), m));
-    return;
-  }
+  } else if (m == 1) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const A v = A(x[i]);
-    const A e = vexp_neg<A>(v < A(0) ? v : -v), r = A(1) / (A(1) + e);  // e^-|x|
-    const A sp = v >= A(0) ? r : e * r, sm = v >= A(0) ? e * r : r;
-    out[i] = O(m == 0 ? v * sp : sp * (A(1) + v * sm));
+    for (int64_t i = 0; i < n; ++i) {
+      const A v = A(x[i]);
+      const A e = vexp_neg<A>(v < A(0) ? v : -v), r = A(1) / (A(1) + e);  // e^-|x|
+      out[i] = O((v >= A(0) ? r : e * r) * (A(1) + v * (v >= A(0) ? e * r : r)));
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const A v = A(x[i]);
+      const A e = vexp_neg<A>(v < A(0) ? v : -v), r = A(1) / (A(1) + e);
+      out[i] = O(v * (v >= A(0) ? r : e * r));
+    }
   }
 }
 
@@ -157,12 +167,98 @@ SK_BSPLINE_CLONES void contract_rows(const BsplineParams& p, const Local& local,
   }
 }
 
+// The uniform-knot paths of expand_rows / contract_rows (bspline_uniform.h): blocks of L features.
+template <int K, typename T, typename A>
+SK_BSPLINE_CLONES void expand_rows_uniform(const BsplineParams& p, const UniformKnots<A>& u, const T* x, T* out,
+                                           int64_t lo, int64_t hi) {
+  constexpr int L = uniform_lanes<A>();
+  std::vector<A> xa(u.g0.size(), A(0));
+  A v[K + 1][L];
+  int span[L];
+  for (int64_t n = lo; n < hi; ++n) {
+    const T* xr = x + n * p.in;
+    T* row = out + n * p.width;
+    if (p.base) silu_row<T, A, T>(xr, row, p.in, int(p.deriv));
+    for (int64_t i = 0; i < p.in; ++i) xa[i] = A(xr[i]);
+    T* o = row + p.base * p.in;
+    std::fill(o, o + int64_t(p.in) * p.n_basis, T(0));  // then only the non-zero bases are stored
+    for (int64_t i0 = 0; i0 < p.in; i0 += L) {
+      uniform_block<K, A>(u, xa.data(), i0, p.n_knots, p.deriv == 1, v, span);
+      for (int l = 0; l < L && i0 + l < p.in; ++l) {
+        T* seg = o + (i0 + l) * p.n_basis;
+        if (span[l] == -2) std::fill(seg, seg + p.n_basis, T(v[0][l]));
+        for (int q = 0; span[l] >= 0 && q <= K; ++q) {
+          const int64_t j = int64_t(span[l]) - K + q;
+          if (j >= 0 && j < p.n_basis) seg[j] = T(v[q][l]);
+        }
+      }
+    }
+  }
+}
+
+template <int K, typename T, typename A>
+SK_BSPLINE_CLONES void contract_rows_uniform(const BsplineParams& p, const UniformKnots<A>& u, const T* x,
+                                             const T* grad, T* gx, A* silu, int64_t lo, int64_t hi) {
+  constexpr int L = uniform_lanes<A>();
+  std::vector<A> xa(u.g0.size(), A(0));
+  A v[K + 1][L];
+  int span[L];
+  for (int64_t n = lo; n < hi; ++n) {
+    const T* xr = x + n * p.in;
+    const T* g = grad + n * p.width;
+    const T* gb = g + p.base * p.in;
+    if (p.base) silu_row<T, A, A>(xr, silu, p.in, int(p.deriv));
+    for (int64_t i = 0; i < p.in; ++i) xa[i] = A(xr[i]);
+    for (int64_t i0 = 0; i0 < p.in; i0 += L) {
+      uniform_block<K, A>(u, xa.data(), i0, p.n_knots, p.deriv == 1, v, span);
+      for (int l = 0; l < L && i0 + l < p.in; ++l) {
+        const int64_t i = i0 + l;
+        A acc = span[l] == -2 ? v[0][l] : A(0);
+        for (int q = 0; span[l] >= 0 && q <= K; ++q) {
+          const int64_t j = int64_t(span[l]) - K + q;
+          if (j >= 0 && j < p.n_basis) acc += A(gb[i * p.n_basis + j]) * v[q][l];
+        }
+        if (p.base) acc += A(g[i]) * silu[i];
+        gx[n * p.in + i] = T(acc);
+      }
+    }
+  }
+}
+
+// f(std::integral_constant<int, K>) for orders 1..7.
+template <class F>
+void dispatch_order_1_7(int k, F&& f) {
+  switch (k) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    default: return f(std::integral_constant<int, 7>{});
+  }
+}
+
+template <typename T>
+constexpr bool uniform_dtype() {
+  return std::is_same_v<T, float> || std::is_same_v<T, double>;
+}
+
 void expand(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
   dispatch_float<true>(a.x.dtype, "bspline_expand", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
     const T* grid = a.grid.ptr<const T>();
+    if constexpr (uniform_dtype<T>()) {
+      const UniformKnots<A> u(grid, p);
+      if (u.all)
+        return dispatch_order_1_7(int(p.order), [&](auto k) {
+          parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
+            expand_rows_uniform<k(), T, A>(p, u, a.x.ptr<const T>(), a.out.ptr<T>(), lo, hi);
+          });
+        });
+    }
     const Knots<A> kn(grid, p, fast_path(p));
     with_local<T, A>(p, grid, kn, [&](auto local) {
       parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
@@ -178,6 +274,17 @@ void contract(const BsplineContractArgs& a) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
     const T* grid = a.grid.ptr<const T>();
+    if constexpr (uniform_dtype<T>()) {
+      const UniformKnots<A> u(grid, p);
+      if (u.all)
+        return dispatch_order_1_7(int(p.order), [&](auto k) {
+          parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
+            std::vector<A> silu(p.base ? p.in : 0);
+            contract_rows_uniform<k(), T, A>(p, u, a.x.ptr<const T>(), a.grad.ptr<const T>(), a.grad_x.ptr<T>(),
+                                             silu.data(), lo, hi);
+          });
+        });
+    }
     const Knots<A> kn(grid, p, fast_path(p));
     with_local<T, A>(p, grid, kn, [&](auto local) {
       parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
