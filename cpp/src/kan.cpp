@@ -155,6 +155,24 @@ std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwar
   return c;
 }
 
+std::unique_ptr<PreparedCall> kan_unpack_prepare(const KanUnpackArgs& a, Backend b) {
+  const char* op = "kan_unpack";
+  check_float(op, "x", a.x);
+  check_backend(op, "x", a.x, b);
+  check_ndim(op, "x", a.x, 3, "(out, in, n_basis)");
+  check_operand(op, "spline_weight", a.spline_weight, a.x);
+  check_operand(op, "spline_scaler", a.spline_scaler, a.x);
+  check_shape(op, "spline_weight", a.spline_weight, shape_of(a.x));
+  check_shape(op, "spline_scaler", a.spline_scaler, {a.x.shape[0], a.x.shape[1]});
+  check_contiguous(op, "x", a.x);
+  check_contiguous(op, "spline_weight", a.spline_weight);
+  check_contiguous(op, "spline_scaler", a.spline_scaler);
+  auto c = make_call(op, a, b);
+  c->outputs = {shape_of(a.x), {a.x.shape[0], a.x.shape[1]}};
+  c->zero_outputs = {0, 0};
+  return c;
+}
+
 void kan_linear(const KanLinearArgs& a) {
   auto c = kan_linear_prepare(a, a.launch.backend);
   run_prepared(*c, "kan_linear", {&a.x, &a.grid, &a.base_weight, &a.spline_weight, &a.spline_scaler, &a.out, &a.work});

@@ -39,6 +39,9 @@ void bind_spline(nb::module_& m) {
           return kan_linear_backward_prepare(a, backend_from_name(backend));
         },
         "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "gy"_a, "order"_a, "gemm"_a, "backend"_a);
+  m.def("kan_unpack_prepare", [](nb::handle x, nb::handle sw, nb::handle sc, const std::string& backend) {
+    return kan_unpack_prepare(KanUnpackArgs{view(x), view(sw), view(sc)}, backend_from_name(backend));
+  });
   m.def("kan_linear_workspace", [](int64_t in, int64_t out, int64_t n_basis, int order, int dtype,
                                    const std::string& backend, bool backward, bool tf32) {
     return kan_linear_workspace(in, out, n_basis, order, DType(dtype), backend_from_name(backend), backward, tf32);

@@ -326,9 +326,32 @@ void backward(const KanLinearBackwardArgs& a) {
   });
 }
 
+void unpack(const KanUnpackArgs& a) {
+  const int64_t out = a.x.shape[0], in = a.x.shape[1], nb = a.x.shape[2];
+  dispatch_float<true>(a.x.dtype, "kan_unpack", [&](auto tag) {
+    using T = decltype(tag);
+    using A = typename sk_acc<T>::type;
+    const T *g = a.x.ptr<const T>(), *sw = a.spline_weight.ptr<const T>(), *sc = a.spline_scaler.ptr<const T>();
+    T *gsw = a.grad_spline_weight.ptr<T>(), *gsc = a.grad_spline_scaler.ptr<T>();
+    parallel_for(out * in, work_grain(64, nb), [&](int64_t lo, int64_t hi) {
+      for (int64_t e = lo; e < hi; ++e) {
+        const A s = A(sc[e]);
+        A d = A(0);
+        for (int64_t j = 0; j < nb; ++j) {
+          const A gj = A(g[e * nb + j]);
+          d += gj * A(sw[e * nb + j]);
+          gsw[e * nb + j] = T(gj * s);
+        }
+        gsc[e] = T(d);
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_kan(Registry& r) {
+  r.add<KanUnpackArgs>("kan_unpack", Backend::cpu, &unpack);
   r.add<KanLinearArgs>("kan_linear", Backend::cpu, &forward);
   r.add<KanLinearBackwardArgs>("kan_linear_backward", Backend::cpu, &backward);
 }

@@ -46,6 +46,23 @@ def _keep(bw, sw, sc, w) -> None:
         pass
 
 
+def _spare(bw, sw, sc):
+    """On the CPU, trainable weights keep their last W's buffer and every forward packs into it: a
+    fresh allocation of that size costs its page faults on every step. (Repacked each time: never a
+    cache; W of a forward whose backward is pending holds the same weights.)"""
+    if sw.device.type != "cpu" or not any(t is not None and t.requires_grad for t in (bw, sw, sc)):
+        return None
+    width = (0 if bw is None else sw.shape[1]) + sw.shape[1] * sw.shape[2]
+    w = getattr(sw, "_swisk_spare", None)
+    if w is None or w.shape != (sw.shape[0], width) or w.dtype != sw.dtype:
+        w = torch.empty(sw.shape[0], width, dtype=sw.dtype)
+        try:
+            sw._swisk_spare = w
+        except (AttributeError, RuntimeError):
+            pass
+    return w
+
+
 def _take(bw, sw, sc):
     """The forward's W if the weights are still those it packed (same objects and versions), else a
     fresh pack; either way nothing stays held. Forward never reads it: weights changed through .data
@@ -63,7 +80,7 @@ def forward(expand, x, grid, bw, sw, sc, k):
     rows = math.prod(x.shape[:-1])
     x2 = x.reshape(rows, in_f)
     y = torch.empty(rows, out_f, dtype=x.dtype, device=x.device)
-    w = _pack(bw, sw, sc)
+    w = _pack(bw, sw, sc, _spare(bw, sw, sc))
     if recording():
         _keep(bw, sw, sc, w)
     width = w.shape[1]
@@ -81,7 +98,7 @@ def forward(expand, x, grid, bw, sw, sc, k):
     return y.view(*x.shape[:-1], out_f)
 
 
-def backward(expand, contract, x, grid, bw, sw, sc, gy, k):
+def backward(expand, contract, x, grid, bw, sw, sc, gy, k, unpack=None):
     """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent arguments get (0,).
     The weight gradient is two GEMMs per tile (base and spline columns of A) into their own buffers;
     the spline part is grad_spline_weight itself when there is no scaler."""
@@ -112,6 +129,10 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k):
     gsp = gsp.view(out_f, in_f, nb)
     if sc is None:
         return gx.view(x.shape), gbw.to(x.dtype), gsp.to(x.dtype), x.new_zeros(0)
+    if unpack is not None and acc == x.dtype:  # one pass: gsp becomes grad_spline_weight in place
+        gsc = torch.empty(out_f, in_f, dtype=x.dtype, device=x.device)
+        unpack(gsp, sw, sc, gsp, gsc)
+        return gx.view(x.shape), gbw, gsp, gsc
     gsc = torch.linalg.vecdot(gsp, sw.to(acc)).to(x.dtype)
     return gx.view(x.shape), gbw.to(x.dtype), gsp.mul_(sc.unsqueeze(-1)).to(x.dtype), gsc
 

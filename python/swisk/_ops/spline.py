@@ -5,7 +5,8 @@ import torch
 
 from .. import _C, reference
 from . import kan_gemm, routes
-from .define import OpSpec, _run, define, invoke, wrapper
+from .. import _backend
+from .define import OpSpec, _Prepared, _run, define, invoke, wrapper
 
 
 def _kan_ref(x, grid, bw, sw, sc, k):
@@ -183,7 +184,22 @@ def _kan_gemm(tensors, scalars):
 
 def _kan_gemm_backward(tensors, scalars):
     x, grid, bw, sw, sc, gy = tensors
-    return kan_gemm.backward(_expand_into, _contract_into, x, grid, bw, sw, sc, gy, scalars[0])
+    unpack = _unpack_into if _backend.backend_for(x) == "cpu" else None
+    return kan_gemm.backward(_expand_into, _contract_into, x, grid, bw, sw, sc, gy, scalars[0], unpack)
+
+
+# The CPU's unpacking of the spline-weight gradient (one pass, no temporary): an internal step of the
+# GEMM route's backward, not an op of its own (GPUs do it with torch's elementwise kernels).
+UNPACK = OpSpec(
+    name="kan_unpack", inputs=("x", "spline_weight", "spline_scaler"), scalars=(),
+    outputs=("grad_spline_weight", "grad_spline_scaler"), prepare=_C.kan_unpack_prepare,
+    reference=lambda g, sw, sc: (g * sc.unsqueeze(-1), (g * sw).sum(-1)),
+    fake_shapes=lambda g, sw, sc: [tuple(g.shape), tuple(g.shape[:2])])
+_UNPACK = _Prepared(UNPACK)
+
+
+def _unpack_into(g, sw, sc, gsw, gsc):
+    _run(UNPACK, _UNPACK, (g, sw, sc), [gsw, gsc])
 
 
 def _kan_backward(need, saved, scalars, grads):

@@ -45,6 +45,20 @@ struct KanLinearBackwardArgs {
       &A::grad_x, &A::grad_base_weight, &A::grad_spline_weight, &A::grad_spline_scaler, &A::work};
 };
 
+// The GEMM route's last step on the CPU (where it saves two passes and a temporary over the weights):
+// from the gradient of the scaled spline weights x (out, in, n_basis), grad_spline_weight = x·scaler
+// (may be x itself: each element is read before it is written) and grad_spline_scaler = Σ_j x·sw.
+struct KanUnpackArgs {
+  TensorView x, spline_weight, spline_scaler, grad_spline_weight, grad_spline_scaler;
+  Launch launch;
+  static constexpr int kInputs = 3;
+  static constexpr bool kWork = false;
+  using A = KanUnpackArgs;
+  static constexpr TensorView A::* kTensors[] = {&A::x, &A::spline_weight, &A::spline_scaler,
+                                                 &A::grad_spline_weight, &A::grad_spline_scaler};
+};
+std::unique_ptr<PreparedCall> kan_unpack_prepare(const KanUnpackArgs& inputs, Backend b);
+
 // Validate the inputs (metadata only: shapes, dtypes, devices, layout, spline_order) and decide the
 // outputs, the scratch and the kernel. Knot values are checked at launch on host-readable backends.
 std::unique_ptr<PreparedCall> kan_linear_prepare(const KanLinearArgs& inputs, Backend b);
