@@ -9,7 +9,7 @@ MAX_FUSED_ORDER = 7  # the fused kernels' register arrays (kernels/bspline.h SWI
 
 def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> str:
     """'gemm' or 'fused' for a kan_linear call (forward and backward take the same route)."""
-    chosen = config.get("kan_route")
+    chosen = config._settings["kan_route"]  # per call: the plain lookup
     if chosen == "fused" and order <= MAX_FUSED_ORDER:
         return "fused"
     if chosen == "gemm" or order > MAX_FUSED_ORDER:

@@ -167,10 +167,13 @@ def _kan_shapes(x, grid, bw, sw, sc, k):
 def _route(backend: str, tensors, scalars) -> tuple:
     """(tf32, gemm): fp32 may run on the CUDA matrix units as tf32, as torch's matmuls do under this
     flag; gemm: the call takes the GEMM route (routes.py), prepare then validates only."""
-    x, sw, k = tensors[0], tensors[3], scalars[0]
-    rows = x.numel() // x.shape[-1] if x.dim() and x.shape[-1] else 0
-    gemm = sw.dim() == 3 and routes.kan_route(backend, rows, sw.shape[1], sw.shape[0], sw.shape[2], k) == "gemm"
-    return (backend in ("cuda", "cuda-emu") and bool(torch.backends.cuda.matmul.allow_tf32), gemm)
+    x, sw = tensors[0], tensors[3]
+    tf32 = backend in ("cuda", "cuda-emu") and bool(torch.backends.cuda.matmul.allow_tf32)
+    if sw.dim() != 3 or x.dim() == 0:
+        return tf32, False
+    in_f = x.shape[-1]
+    rows = x.numel() // in_f if in_f else 0
+    return tf32, routes.kan_route(backend, rows, in_f, sw.shape[0], sw.shape[2], scalars[0]) == "gemm"
 
 
 def _backward_route(backend: str, tensors, scalars) -> tuple:

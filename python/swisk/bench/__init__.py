@@ -40,14 +40,63 @@ def table(rows: list) -> str:
             f"{_fmt_ms(r.get('swisk_fwdbwd_ms'))} {_fmt_ms(r.get('reference_fwdbwd_ms'))} "
             f"{_fmt_x(r.get('fwdbwd_speedup')):>8} {_fmt_mb(r.get('swisk_fwdbwd_peak_bytes'))} "
             f"{_fmt_mb(r.get('reference_fwdbwd_peak_bytes'))} {_fmt_x(r.get('fwdbwd_memory_ratio')):>7}")
-        extra = [f"{k}={r[k]:.3g}" for k in ("swisk_fwd_tflops", "swisk_fwd_gbps", "swisk_fwd_gevals_per_s",
-                                             "swisk_fwd_us_per_call", "swisk_fwdbwd_us_per_call") if r.get(k)]
+        extra = [f"{k}={r[k]}" for k in ("route", "route_auto", "threads") if r.get(k)]
+        extra += [f"{k}={r[k]:.3g}" for k in ("swisk_fwd_tflops", "swisk_fwdbwd_tflops", "swisk_fwdbwd_useful_tflops",
+                                              "fwdbwd_matmul_fraction", "swisk_fwd_gbps", "swisk_fwd_gevals_per_s",
+                                              "swisk_fwd_us_per_call", "swisk_fwdbwd_us_per_call") if r.get(k)]
         extra += [f"{k}={r[k]}" for k in ("swisk_error", "reference_error") if r.get(k)]
         if r.get("goal"):
             extra.append(f"goal: {r['goal']}")
         if extra:
             lines.append(" " * 4 + "  ".join(extra))
     return "\n".join(lines)
+
+
+def _per_thread_count(p, args, argv) -> int:
+    """Runs the bench once per thread count in a fresh process and merges the rows."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    try:
+        counts = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        p.error(f"--threads: expected comma-separated positive integers, got {args.threads!r}")
+    if not counts or min(counts) < 1:
+        p.error(f"--threads: expected comma-separated positive integers, got {args.threads!r}")
+    rest, skip = [], False
+    for a in (sys.argv[1:] if argv is None else list(argv)):
+        if skip:
+            skip = False
+        elif a in ("--threads", "--json"):
+            skip = True
+        elif not a.startswith(("--threads=", "--json=")):
+            rest.append(a)
+    rows, env, ceilings = [], None, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in counts:
+            path = os.path.join(tmp, f"t{n}.json")
+            cmd = [sys.executable, "-c", "import sys, torch; torch.set_num_threads(int(sys.argv[1])); "
+                   "from swisk.bench import main; sys.exit(main(sys.argv[2:]))", str(n), *rest, "--json", path]
+            r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+            if r.returncode:
+                return r.returncode
+            with open(path) as f:
+                data = json.load(f)
+            rows += data["rows"]
+            env = env or data["environment"]
+            ceilings[str(n)] = data["ceilings"]
+    env["threads"] = counts
+    print(f"swisk {env['swisk']} bench on {env['device_name']} ({env['device']}, threads {counts}), "
+          f"torch {env['torch']}")
+    print(table(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"environment": env, "ceilings": ceilings, "rows": rows}, f, indent=2)
+        print(f"wrote {args.json}")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -61,7 +110,11 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=None, help="timed repetitions per measurement")
     p.add_argument("--json", metavar="FILE", help="write the results (with device, versions, commit) as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--threads", metavar="N[,M...]", help="CPU thread counts, each run in its own process "
+                   "(changing torch's thread count inside one process slows its later parallel regions)")
     args = p.parse_args(argv)
+    if args.threads:
+        return _per_thread_count(p, args, argv)
 
     device = torch.device(args.device) if args.device else default_device()
     reps = args.reps or (3 if args.quick else 10)
@@ -87,6 +140,9 @@ def main(argv=None) -> int:
     ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps)
     for row, (case, dt) in zip(rows, tasks):
         runner.measure_memory(row, case, device, dt)
+        peak = ceilings["matmul_tflops"].get(row["dtype"])
+        if peak and row.get("swisk_fwdbwd_tflops"):
+            row["fwdbwd_matmul_fraction"] = row["swisk_fwdbwd_tflops"] / peak
     print()
     print(table(rows))
     print(f"device ceilings: matmul TFLOP/s {({k: round(v, 2) for k, v in ceilings['matmul_tflops'].items()})}, "

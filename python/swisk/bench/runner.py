@@ -80,25 +80,45 @@ def _sync(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
+def _time_once(fn, device: torch.device) -> float:
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+    t0 = time.perf_counter()
+    fn()
+    _sync(device)
+    return (time.perf_counter() - t0) * 1e3
+
+
 def median_ms(fn, device: torch.device, reps: int, warmup: int = 2) -> float:
     for _ in range(warmup):
         fn()
     _sync(device)
-    times = []
-    for _ in range(reps):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
+    return statistics.median(_time_once(fn, device) for _ in range(reps))
+
+
+def paired_ms(a, b, device: torch.device, reps: int, warmup: int = 2) -> dict:
+    """a and b timed as interleaved pairs (which goes first alternates): per side the repetitions'
+    min / median / max, and the median of the per-pair ratios b / a (robust to a machine whose speed
+    drifts during the run, which skews ratios of separately taken medians)."""
+    for _ in range(warmup):
+        a(), b()
+    _sync(device)
+    ta, tb = [], []
+    for i in range(reps):
+        if i % 2:
+            tb.append(_time_once(b, device))
+            ta.append(_time_once(a, device))
         else:
-            t0 = time.perf_counter()
-            fn()
-            _sync(device)
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+            ta.append(_time_once(a, device))
+            tb.append(_time_once(b, device))
+    stats = lambda t: {"min": min(t), "median": statistics.median(t), "max": max(t)}  # noqa: E731
+    return {"a": stats(ta), "b": stats(tb), "ratio": statistics.median(y / x for x, y in zip(ta, tb)),
+            "reps": reps}
 
 
 # ---- one case -----------------------------------------------------------------------------------
@@ -117,26 +137,38 @@ def _fwd_bwd(fn, inputs: dict, grads: tuple, grad_out: dict, calls: int = 1):
 
 
 def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, seed: int = 0) -> dict:
-    """Median times of forward and forward+backward, swisk and reference (the allocator as users have it)."""
+    """Forward and forward+backward of swisk and the reference as interleaved pairs (the allocator as
+    users have it): per side min / median / max, the speed-up as the median of per-pair ratios."""
     gen = torch.Generator().manual_seed(seed)
     inputs = case.setup(device, dtype, gen)
-    row = {"op": case.op, "case": case.label, "dtype": str(dtype).replace("torch.", ""), "goal": case.goal}
-    for name, fn in (("swisk", case.run), ("reference", case.reference)):
-        grad_out: dict = {}  # per side: a per-call row's reference (F.linear) has its own shape
+    row = {"op": case.op, "case": case.label, "dtype": str(dtype).replace("torch.", ""), "goal": case.goal,
+           "threads": torch.get_num_threads()}
+    if case.route:
+        row["route"] = case.route
+    if case.info:
+        row.update(case.info(inputs, device))
+    n = case.calls
+    phases = [("fwd", lambda fn, g: _forward(fn, inputs, n))]
+    if case.grads:
+        phases.append(("fwdbwd", lambda fn, g: _fwd_bwd(fn, inputs, case.grads, g, n)))
+    for phase, make in phases:
         try:
-            n = case.calls
-            row[f"{name}_fwd_ms"] = median_ms(_forward(fn, inputs, n), device, reps) / n
-            if case.grads:
-                row[f"{name}_fwdbwd_ms"] = median_ms(_fwd_bwd(fn, inputs, case.grads, grad_out, n), device, reps) / n
+            t = paired_ms(make(case.run, {}), make(case.reference, {}), device, reps)
         except torch.OutOfMemoryError:
-            row[f"{name}_error"] = "out of memory"
+            row["swisk_error"] = "out of memory"
             torch.cuda.empty_cache()
-    for phase in ("fwd", "fwdbwd"):
-        s, r = row.get(f"swisk_{phase}_ms"), row.get(f"reference_{phase}_ms")
-        if s and r:
-            row[f"{phase}_speedup"] = r / s
-    if case.flops and row.get("swisk_fwd_ms"):
-        row["swisk_fwd_tflops"] = case.flops / row["swisk_fwd_ms"] / 1e9
+            continue
+        for side, key in (("swisk", "a"), ("reference", "b")):
+            row[f"{side}_{phase}_ms"] = t[key]["median"] / n
+            row[f"{side}_{phase}_ms_min_max"] = [t[key]["min"] / n, t[key]["max"] / n]
+        row[f"{phase}_speedup"] = t["ratio"]
+        row["reps"] = t["reps"]
+    for phase, mult in (("fwd", 1), ("fwdbwd", 3)):
+        ms = row.get(f"swisk_{phase}_ms")
+        if ms and case.flops:
+            row[f"swisk_{phase}_tflops"] = mult * case.flops / ms / 1e9
+        if ms and case.useful_flops:
+            row[f"swisk_{phase}_useful_tflops"] = mult * case.useful_flops / ms / 1e9
     if case.bytes and row.get("swisk_fwd_ms"):
         row["swisk_fwd_gbps"] = case.bytes / row["swisk_fwd_ms"] / 1e6
     if case.calls > 1:  # per-call overhead rows: microseconds per call

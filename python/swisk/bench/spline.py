@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from .. import ops, reference
+from .. import _backend, config, ops, reference
+from .._ops import routes
 from .cases import Case
 
 
@@ -43,17 +44,37 @@ def _kan_args(a):
 
 
 _KAN_GRADS = ("x", "base_weight", "spline_weight", "spline_scaler")
-# CPU rows (with their goals) and GPU rows; flops: the dense-equivalent GEMM, 2·batch·out·in·(G+k+1).
-CASES += [
-    Case("kan_linear", f"b1024 256->256 G={g} k=3", _kan_setup(1024, 256, 256, g, 3),
-         run=lambda a: ops.kan_linear(*_kan_args(a)), reference=lambda a: reference.kan_linear(*_kan_args(a)),
-         grads=_KAN_GRADS, flops=2.0 * 1024 * 256 * 256 * (g + 4), devices=("cpu",),
-         goal=f"fwd+bwd >= {s}x faster than the reference, <= 1/{m} of its peak memory")
-    for g, s, m in [(5, 1.5, 4), (16, 3, 8)]
-] + [
-    Case("kan_linear", f"b4096 1024->1024 G={g} k=3", _kan_setup(4096, 1024, 1024, g, 3),
-         run=lambda a: ops.kan_linear(*_kan_args(a)), reference=lambda a: reference.kan_linear(*_kan_args(a)),
-         grads=_KAN_GRADS, flops=2.0 * 4096 * 1024 * 1024 * (g + 4), devices=("cuda", "mps"), quick=(g == 5),
-         goal="fwd+bwd >= 3x faster than the reference (H100/H200)")
-    for g in (5, 16)
-]
+
+
+def _kan_run(route):
+    def run(a):
+        with config.using(kan_route=route):
+            return ops.kan_linear(*_kan_args(a))
+    return run
+
+
+def _auto_route(a, device):
+    x, sw = a["x"], a["spline_weight"]
+    backend = _backend.backend_for(x)
+    return {"route_auto": routes.kan_route(backend, x.shape[0], sw.shape[1], sw.shape[0], sw.shape[2], a["k"])}
+
+
+def _kan_cases(batch, fin, fout, g, devices, goal, quick=True, k=3):
+    """One row per route (the fused kernels take orders <= 7), each against efficient-kan's formulation;
+    flops: dense-equivalent 2·batch·out·in·(n_basis+1), useful 2·batch·out·in·(k+2)."""
+    return [Case("kan_linear", f"b{batch} {fin}->{fout} G={g} k={k}", _kan_setup(batch, fin, fout, g, k),
+                 run=_kan_run(route), reference=lambda a: reference.kan_linear(*_kan_args(a)), grads=_KAN_GRADS,
+                 flops=2.0 * batch * fin * fout * (g + k + 1), useful_flops=2.0 * batch * fin * fout * (k + 2),
+                 devices=devices, goal=goal, quick=quick, route=route, info=_auto_route)
+            for route in ("gemm", "fused")]
+
+
+_CPU = ("cpu",)
+_GPU = ("cuda", "mps")
+CASES += (
+    _kan_cases(100, 1000, 1000, 5, _CPU, "fwd+bwd >= 2x the reference (KAN-benchmarking's size)", quick=False)
+    + _kan_cases(1024, 256, 256, 5, _CPU, "fwd+bwd >= 2.5x the reference, <= 1/4 of its peak memory")
+    + _kan_cases(1024, 256, 256, 16, _CPU, "fwd+bwd >= 5x the reference, <= 1/8 of its peak memory", quick=False)
+    + _kan_cases(4096, 1024, 1024, 5, _GPU, "fwd+bwd >= 3x the reference (H100/H200)")
+    + _kan_cases(4096, 1024, 1024, 16, _GPU, "fwd+bwd >= 3x the reference (H100/H200)", quick=False)
+)

@@ -1,0 +1,40 @@
+"""The benchmark's own machinery: interleaved pair timing, per-route rows, runs per thread count."""
+import json
+import subprocess
+import sys
+import time
+
+import torch
+
+from swisk.bench import all_cases, runner
+
+
+def test_paired_ms_ratio_and_stats():
+    t = runner.paired_ms(lambda: time.sleep(0.002), lambda: time.sleep(0.004), torch.device("cpu"), reps=6,
+                         warmup=1)
+    assert t["reps"] == 6 and 1.5 < t["ratio"] < 2.6
+    for side in ("a", "b"):
+        assert t[side]["min"] <= t[side]["median"] <= t[side]["max"]
+    assert t["b"]["median"] > t["a"]["median"]
+
+
+def test_kan_linear_rows_cover_both_routes():
+    rows = [c for c in all_cases() if c.op == "kan_linear" and c.calls == 1 and "cpu" in c.devices]
+    labels = {c.label for c in rows}
+    assert "b100 1000->1000 G=5 k=3" in labels and "b1024 256->256 G=5 k=3" in labels
+    for label in labels:
+        assert {c.route for c in rows if c.label == label} == {"gemm", "fused"}
+        assert all(c.useful_flops and c.flops and c.info for c in rows if c.label == label)
+
+
+def test_threads_run_in_their_own_processes(tmp_path):
+    path = tmp_path / "b.json"
+    out = subprocess.run([sys.executable, "-m", "swisk", "bench", "--quick", "--reps", "1", "--op", "bspline_basis",
+                          "--device", "cpu", "--no-progress", "--threads", "1,2", "--json", str(path)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(path.read_text())
+    assert sorted({r["threads"] for r in data["rows"]}) == [1, 2] and data["environment"]["threads"] == [1, 2]
+    assert all(r["fwdbwd_speedup"] > 0 and r["reps"] == 1 for r in data["rows"])
+    bad = subprocess.run([sys.executable, "-m", "swisk", "bench", "--threads", "0"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--threads" in bad.stderr
