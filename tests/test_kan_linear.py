@@ -99,7 +99,7 @@ def test_backward_half_precision(backend, rng, route):
             assert rel_err(g, w) <= 10 * REL[dtype], f"{backend} {dtype}: {rel_err(g, w):.3g}"
 
 
-def test_deterministic(backend, rng):
+def test_deterministic(backend, rng, route):
     args = make(rng, 40, 7, 9, 5, 3, torch.float32)
     leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
     go = torch.randn(40, 9, generator=rng)
@@ -109,7 +109,7 @@ def test_deterministic(backend, rng):
 
 
 @pytest.mark.parametrize("order", [1, 3])
-def test_gradcheck_fp64(rng, order):
+def test_gradcheck_fp64(rng, route, order):
     x, grid, bw, sw, sc = make(rng, 6, 3, 4, 4, order)
     x = x[3:].clone()  # away from the knots: the bases are only piecewise smooth
     x = (x + 1e-3).requires_grad_()
@@ -118,7 +118,7 @@ def test_gradcheck_fp64(rng, order):
     assert torch.autograd.gradcheck(lambda x, s: swisk.ops.kan_linear(x, grid, None, s, None, order), (x, ws[1]))
 
 
-def test_opcheck(rng):
+def test_opcheck(rng, route):
     x, grid, bw, sw, sc = make(rng, 5, 4, 3, 5, 3, torch.float32)
     x.requires_grad_()
     bw.requires_grad_()
@@ -128,7 +128,7 @@ def test_opcheck(rng):
     torch.library.opcheck(torch.ops.swisk.kan_linear_backward.default, (x.detach(), grid, bw.detach(), sw, sc, go, 3))
 
 
-def test_compile_fullgraph(rng):
+def test_compile_fullgraph(rng, route):
     x, grid, bw, sw, sc = make(rng, 8, 4, 5, 5, 3, torch.float32)
 
     @torch.compile(fullgraph=True)
@@ -145,7 +145,7 @@ def test_compile_fullgraph(rng):
     torch.testing.assert_close(xr.grad, xe.grad)
 
 
-def test_autocast_cpu_bf16(rng):
+def test_autocast_cpu_bf16(rng, route):
     x, grid, bw, sw, sc = make(rng, 16, 6, 7, 5, 3, torch.float32)
     leaves = [t.clone().requires_grad_() for t in (x, bw, sw, sc)]
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -306,7 +306,7 @@ def test_tensor_core_weight_gradient_emulated(rng, base, scaler):
             assert rel_err(g, w) <= 2 * REL[dtype], f"{dtype} grad {i}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
 
 
-def test_dispatcher_and_eager_routes_agree(rng):
+def test_dispatcher_and_eager_routes_agree(rng, route):
     """The public function on plain eager tensors skips torch's dispatcher; torch.ops.swisk.* goes
     through it (Autograd kernel, then the device kernel): same values and gradients."""
     args = make(rng, 11, 5, 3, 5, 3, torch.float64)
@@ -321,7 +321,7 @@ def test_dispatcher_and_eager_routes_agree(rng):
     assert all(g.abs().sum() > 0 for g in g1)
 
 
-def test_compile_dynamic_shapes(rng):
+def test_compile_dynamic_shapes(rng, route):
     """Symbolic batch sizes: the fake kernel's shape function (with torch._check) instead of the core's."""
     f = torch.compile(lambda *a: swisk.ops.kan_linear(*a, 3).square().sum(-1), fullgraph=True, dynamic=True)
     for batch in (5, 9):
