@@ -38,3 +38,27 @@ def test_threads_run_in_their_own_processes(tmp_path):
     assert all(r["fwdbwd_speedup"] > 0 and r["reps"] == 1 for r in data["rows"])
     bad = subprocess.run([sys.executable, "-m", "swisk", "bench", "--threads", "0"], capture_output=True, text=True)
     assert bad.returncode != 0 and "--threads" in bad.stderr
+
+
+def test_peer_rows_when_a_peer_is_installed(monkeypatch):
+    """Peers are optional: rows appear for an importable package with a KANLayer, none otherwise."""
+    import types
+
+    from swisk.bench import peers
+
+    class KANLayer(torch.nn.Module):  # stands in for a peer's layer: a base branch only
+        def __init__(self, fin, fout, grid_size, spline_order):
+            super().__init__()
+            self.lin = torch.nn.Linear(fin, fout)
+
+        def forward(self, x):
+            return self.lin(torch.nn.functional.silu(x))
+
+    assert peers._cases("no_such_kan_package") == []
+    monkeypatch.setitem(sys.modules, "fake_peer_kan", types.SimpleNamespace(KANLayer=KANLayer, __spec__=object()))
+    monkeypatch.setattr(peers.importlib.util, "find_spec", lambda name: object())
+    cases = peers._cases("fake_peer_kan")
+    assert [c.label for c in cases] == ["b1024 256->256 G=5 k=3 vs fake_peer_kan",
+                                        "b4096 1024->1024 G=5 k=3 vs fake_peer_kan"]
+    row = runner.measure(cases[0], torch.device("cpu"), torch.float32, reps=1)
+    assert row["fwdbwd_speedup"] > 0 and row["reference_fwdbwd_ms"] > 0
