@@ -22,5 +22,6 @@ TensorView view_or_none(nb::handle h);
 // One function per op family adds its ops' prepare functions to the module.
 void bind_spline(nb::module_& m);
 void bind_wavelet(nb::module_& m);
+void bind_conv(nb::module_& m);
 
 }  // namespace swisk::bind

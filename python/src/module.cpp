@@ -132,4 +132,5 @@ NB_MODULE(_C, m) {
 
   bind::bind_spline(m);
   bind::bind_wavelet(m);
+  bind::bind_conv(m);
 }

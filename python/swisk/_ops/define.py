@@ -19,9 +19,9 @@ from . import formulation
 
 LIB = torch.library.Library("swisk", "DEF")  # noqa: TOR901  (ops defined once, at import)
 DEVICE_KEYS = ("CPU", "CUDA", "MPS")
-_SCHEMA_TYPES = {int: "int", str: "str", bool: "bool", float: "float"}
+_SCHEMA_TYPES = {int: "int", str: "str", bool: "bool", float: "float", list: "int[]"}
 _CACHE_LIMIT = 512
-_ARTICLE = {int: "an int", str: "a str", bool: "a bool", float: "a float"}
+_ARTICLE = {int: "an int", str: "a str", bool: "a bool", float: "a float", list: "a list of ints"}
 
 
 @dataclasses.dataclass
@@ -42,6 +42,8 @@ class OpSpec:
     composite: Optional[Callable] = None   # (tensors, scalars) -> outputs, when prepare validates only
     autocast: Optional[str] = None         # "fp32": cast floating inputs up; "lower": to the autocast dtype
     row_outputs: tuple = ()                # outputs with x's leading (row) dims: the vmap rule merges those
+    strided: bool = False                  # the composite route reads any strides (no contiguous copies)
+    out_like: Optional[Callable] = None    # (x, shape) -> an empty output with the strides the op gives
     defaults: dict = dataclasses.field(default_factory=dict)  # public wrapper's trailing defaults
     doc: str = ""
 
@@ -51,6 +53,17 @@ class OpSpec:
 
     def input_names(self):
         return [n.rstrip("?") for n in self.inputs]
+
+    def __post_init__(self):
+        self.lists = tuple(i for i, (_, t) in enumerate(self.scalars) if t is list)
+
+
+def _scalars(spec: OpSpec, args) -> tuple:
+    """The scalar arguments, hashable (int lists as tuples) for the prepared-call cache."""
+    scalars = tuple(args[spec.n_in:])
+    if spec.lists:
+        scalars = tuple(tuple(s) if i in spec.lists else s for i, s in enumerate(scalars))
+    return scalars
 
 
 def _schema(spec: OpSpec) -> str:
@@ -100,10 +113,10 @@ class _Prepared:
 
 def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     """Prepare (cached), allocate (or take `outs`: contiguous, of the prepared shapes), launch."""
-    tensors = _contiguous(args[:spec.n_in])
+    tensors = list(args[:spec.n_in]) if spec.strided else _contiguous(args[:spec.n_in])
     x = tensors[0]
     backend = _backend.backend_for(x)
-    scalars = tuple(args[spec.n_in:])
+    scalars = _scalars(spec, args)
     entry = prepared.get(tensors, scalars, backend)
     if entry.plan_only:  # validated here (knots too); the route's own ops run after
         entry.call.check([0 if t is None else t.data_ptr() for t in tensors])
@@ -130,13 +143,13 @@ def _contiguous(tensors):
 
 
 def _fake(spec: OpSpec, prepared: _Prepared, args):
-    tensors = _contiguous(args[:spec.n_in])  # as the real kernel sees them
+    tensors = list(args[:spec.n_in]) if spec.strided else _contiguous(args[:spec.n_in])  # as the kernel sees them
     x = tensors[0]
     if all(isinstance(s, int) for t in tensors if t is not None for s in t.shape):
-        shapes = prepared.get(tensors, tuple(args[spec.n_in:]), _backend.backend_for(x)).call.outputs
+        shapes = prepared.get(tensors, _scalars(spec, args), _backend.backend_for(x)).call.outputs
     else:
         shapes = spec.fake_shapes(*args)
-    outs = [x.new_empty(s) for s in shapes]
+    outs = [spec.out_like(x, s) if spec.out_like and k == 0 else x.new_empty(s) for k, s in enumerate(shapes)]
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -329,7 +342,10 @@ def wrapper(spec: OpSpec, op):
             if not isinstance(a, torch.Tensor) and not (a is None and optional[i]):
                 raise TypeError(f"[{spec.name}] {names[i]}: expected a torch.Tensor, got {type(a).__name__}")
         for (name, typ), a in zip(spec.scalars, args[n_in:]):
-            if not isinstance(a, typ) or (typ is int and isinstance(a, bool)):
+            if typ is list:
+                if not isinstance(a, (list, tuple)) or not all(isinstance(e, int) and not isinstance(e, bool) for e in a):
+                    raise TypeError(f"[{spec.name}] {name}: expected {_ARTICLE[typ]}, got {a!r}")
+            elif not isinstance(a, typ) or (typ is int and isinstance(a, bool)):
                 raise TypeError(f"[{spec.name}] {name}: expected {_ARTICLE[typ]}, got {type(a).__name__}")
         if spec.autocast == "lower":
             dev = args[0].device.type

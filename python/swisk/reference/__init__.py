@@ -2,7 +2,8 @@
 benchmark's baseline. They materialise the intermediate tensors the fused kernels avoid."""
 from .spline import (KAN, KANLinear, bspline_basis, curve2coeff, kan_contract, kan_expand, kan_grid, kan_linear,
                      kan_regularization_loss, kan_update_grid, silu_derivative)
+from .conv import kan_conv
 from .wavelet import WAVELETS, wavelet, wavelet_kan
 
 __all__ = ["bspline_basis", "kan_expand", "kan_contract", "silu_derivative", "kan_linear", "kan_grid", "curve2coeff", "kan_update_grid", "kan_regularization_loss",
-           "KANLinear", "KAN", "wavelet", "wavelet_kan", "WAVELETS"]
+           "KANLinear", "KAN", "kan_conv", "wavelet", "wavelet_kan", "WAVELETS"]

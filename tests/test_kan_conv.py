@@ -1,0 +1,265 @@
+"""kan_conv1d/2d/3d on the GEMM route against the plain-torch formulation (swisk.reference.kan_conv):
+geometry (stride, padding, dilation, groups), activations, tiles, memory formats, every backend's
+expansion kernels, gradients of every order, compile and bad inputs."""
+import pytest
+import torch
+
+import swisk
+from swisk import reference, testing
+from swisk._ops import conv, conv_gemm, spline
+
+F64 = torch.float64
+REL = {torch.float64: 1e-12, torch.float32: 3e-5, torch.float16: 8e-3, torch.bfloat16: 5e-2}
+OPS = {1: swisk.ops.kan_conv1d, 2: swisk.ops.kan_conv2d, 3: swisk.ops.kan_conv3d}
+
+
+def rel_err(a, b):
+    return ((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-30)).item()
+
+
+def make(rng, d, n, c, o, size, kernel, groups=1, g=5, k=3, dtype=F64, base=True, scaler=True, lead=None):
+    """Random inputs on a non-uniform grid: x (N, C, *S) with values reaching past the grid."""
+    r = lambda *s: torch.randn(*s, generator=rng, dtype=F64)  # noqa: E731
+    knots = torch.sort(torch.rand(c, g + 2 * k + 1, generator=rng, dtype=F64) * 5 - 2.5, 1).values
+    knots = knots + torch.arange(g + 2 * k + 1, dtype=F64) * 1e-3  # strictly increasing
+    nb = g + k
+    ks = (kernel,) * d
+    x = r(*(lead if lead is not None else (n,)), c, *((size,) * d)) * 1.3
+    bw = r(o, c // groups, *ks) * 0.3 if base else None
+    sw = r(o, c // groups * nb, *ks) * 0.3
+    sc = r(o, c // groups, *ks) if scaler else None
+    cast = lambda t: None if t is None else t.to(dtype)  # noqa: E731
+    return [cast(t) for t in (x, knots, bw, sw, sc)]
+
+
+def ref(args, k, stride, pads, dilation, groups, act="silu"):
+    return reference.kan_conv(*[None if t is None else t.double() for t in args], k, stride, pads, dilation, groups,
+                              act)
+
+
+def _pads(p, d):
+    return [v for _ in range(d) for v in (p, p)]
+
+
+GEOMETRY = [  # d, size, kernel, stride, padding, dilation, groups
+    (2, 7, 3, 1, 1, 1, 1),
+    (2, 8, 3, 2, 0, 1, 2),
+    (2, 9, 2, 1, "same", 2, 1),
+    (2, 6, 3, 3, 2, 1, 1),
+    (2, 5, 1, 1, "valid", 1, 4),
+    (1, 11, 3, 2, 1, 1, 2),
+    (1, 9, 4, 1, "same", 1, 1),
+    (3, 5, 3, 1, 1, 1, 1),
+    (3, 6, 2, 2, 0, 2, 2),
+]
+
+
+def _geom_args(d, size, kernel, stride, padding, dilation):
+    if padding == "same":
+        total = dilation * (kernel - 1)
+        pads = [v for _ in range(d) for v in (total // 2, total - total // 2)]
+    else:
+        pads = _pads(0 if padding == "valid" else padding, d)
+    return [stride] * d, pads, [dilation] * d
+
+
+@pytest.mark.parametrize("geom", GEOMETRY, ids=str)
+def test_forward_and_gradients_fp64(rng, geom):
+    d, size, kernel, stride, padding, dilation, groups = geom
+    args = make(rng, d, 2, 4, 8, size, kernel, groups)
+    st, pads, dil = _geom_args(d, size, kernel, stride, padding, dilation)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = OPS[d](*leaves, 3, stride, padding, dilation, groups)
+    want = ref(leaves, 3, st, pads, dil, groups)
+    assert y.shape == want.shape
+    assert rel_err(y, want) <= REL[F64]
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    moving = [leaves[i] for i in (0, 2, 3, 4)]
+    got = torch.autograd.grad(y, moving, go)
+    exp = torch.autograd.grad(want, moving, go)
+    for a, b in zip(got, exp):
+        assert a.shape == b.shape and rel_err(a, b) <= 10 * REL[F64]
+
+
+def test_known_answer_one_pixel():
+    """A 1×1 input, 1×1 kernel, identity base: y = base_weight·x + Σ_j spline_weight[j]·B_j(x), with
+    efficient-kan's default grid and x = 0 giving the bases [0, 0, 1/48, 23/48, 23/48, 1/48, 0, 0]."""
+    grid = torch.linspace(-2.2, 2.2, 12, dtype=F64).view(1, -1)
+    x = torch.zeros(1, 1, 1, 1, dtype=F64)
+    sw = torch.arange(1.0, 9.0, dtype=F64).view(1, 8, 1, 1)
+    bw = torch.full((1, 1, 1, 1), 3.0, dtype=F64)
+    y = swisk.ops.kan_conv2d(x, grid, bw, sw, None, 3, base_activation="identity")
+    want = (3 * 1 + 4 * 23 + 5 * 23 + 6 * 1) / 48
+    assert y.shape == (1, 1, 1, 1) and abs(y.item() - want) < 1e-14
+
+
+@pytest.mark.parametrize("act", ["silu", "gelu", "identity"])
+@pytest.mark.parametrize("base,scaler", [(True, True), (False, True), (True, False), (False, False)])
+def test_activations_and_optional_weights(rng, act, base, scaler):
+    args = make(rng, 2, 3, 4, 5, 6, 3, base=base, scaler=scaler)
+    leaves = [t if t is None or i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = swisk.ops.kan_conv2d(*leaves, 3, 1, 1, 1, 1, act)
+    want = ref(leaves, 3, [1, 1], [1, 1, 1, 1], [1, 1], 1, act)
+    assert rel_err(y, want) <= REL[F64]
+    moving = [t for i, t in enumerate(leaves) if i != 1 and t is not None]
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    for a, b in zip(torch.autograd.grad(y, moving, go), torch.autograd.grad(want, moving, go)):
+        assert rel_err(a, b) <= 10 * REL[F64]
+
+
+@pytest.mark.parametrize("workspace,images", [(1, 3), (600, 3), (4000, 3), (1 << 26, 3)])
+def test_tiles_within_and_across_images(rng, monkeypatch, workspace, images):
+    """Tiles of one output row, of several rows of one image, of several images and of everything:
+    the same numbers, and every tile's rows within the workspace."""
+    args = make(rng, 2, images, 3, 4, 7, 3, groups=1)
+    seen = []
+    real = spline._expand_into
+    monkeypatch.setattr(conv, "_expand_into", lambda p, *a: (seen.append(a[-1].numel()), real(p, *a)))
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    with swisk.config.using(workspace_bytes=workspace):
+        y = swisk.ops.kan_conv2d(*leaves, 3, 2, 1, 1, 1)
+        go = torch.randn(y.shape, generator=rng, dtype=F64)
+        got = torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go)
+    want = ref(leaves, 3, [2, 2], [1, 1, 1, 1], [1, 1], 1)
+    assert rel_err(y, want) <= REL[F64]
+    for a, b in zip(got, torch.autograd.grad(want, [leaves[i] for i in (0, 2, 3, 4)], go)):
+        assert rel_err(a, b) <= 10 * REL[F64]
+    width = 3 * 9 * 8
+    per_row = (width + 27) * 8
+    rows = [s // width for s in seen]
+    assert sum(rows) == 2 * images * 16  # forward and backward each cover the 4×4 outputs once
+    assert all(r <= max(workspace // per_row, 4) for r in rows)
+    if workspace == 1:
+        assert max(rows) == 4  # one output row (4 pixels) per tile
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_every_backend(backend, rng, dtype):
+    """The expansion and contraction kernels of every backend (cpu, cuda-emu, metal-emu, real GPUs)."""
+    if dtype not in testing.dtypes_of(backend):
+        pytest.skip("fp64 runs on the CPU backend only")
+    dev = testing.device_of(backend)
+    args = [None if t is None else t.to(dev) for t in make(rng, 2, 2, 3, 4, 6, 3, groups=1, dtype=dtype)]
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = swisk.ops.kan_conv2d(*leaves, 3, 1, 1, 1, 1)
+    cpu = [t.detach().cpu() for t in leaves]
+    want = ref(cpu, 3, [1, 1], [1, 1, 1, 1], [1, 1], 1)
+    assert rel_err(y.cpu(), want) <= REL[dtype]
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    got = torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go.to(dev, dtype))
+    d = [t.double().requires_grad_() if i != 1 else t.double() for i, t in enumerate(cpu)]
+    exp = torch.autograd.grad(ref(d, 3, [1, 1], [1, 1, 1, 1], [1, 1], 1), [d[i] for i in (0, 2, 3, 4)], go)
+    for a, b in zip(got, exp):
+        assert rel_err(a.cpu(), b) <= 10 * REL[dtype]
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_channels_last_in_channels_last_out(rng, d):
+    args = make(rng, d, 2, 4, 5, 5, 3)
+    fmt = torch.channels_last if d == 2 else torch.channels_last_3d
+    x = args[0].contiguous(memory_format=fmt)
+    y = OPS[d](x, *args[1:], 3, 1, 1)
+    assert y.is_contiguous(memory_format=fmt) and not y.is_contiguous()
+    want = ref(args, 3, [1] * d, _pads(1, d), [1] * d, 1)
+    assert rel_err(y, want) <= REL[F64]
+    yc = OPS[d](args[0], *args[1:], 3, 1, 1)
+    assert yc.is_contiguous()
+
+
+def test_leading_shapes_and_non_contiguous(rng):
+    """Unbatched (C, H, W), several leading dims, and a transposed (non-contiguous) input."""
+    args = make(rng, 2, 1, 3, 4, 6, 3, lead=(2, 3))
+    y = swisk.ops.kan_conv2d(*args, 3, 1, 1)
+    assert y.shape == (2, 3, 4, 6, 6)
+    assert rel_err(y, ref(args, 3, [1, 1], _pads(1, 2), [1, 1], 1)) <= REL[F64]
+    one = swisk.ops.kan_conv2d(args[0][0, 0], *args[1:], 3, 1, 1)
+    assert rel_err(one, y[0, 0]) <= REL[F64]
+    xt = args[0].transpose(-1, -2)
+    assert rel_err(swisk.ops.kan_conv2d(xt, *args[1:], 3, 1, 1),
+                   ref([xt, *args[1:]], 3, [1, 1], _pads(1, 2), [1, 1], 1)) <= REL[F64]
+
+
+def test_gradcheck_and_gradgradcheck(rng):
+    args = make(rng, 2, 1, 2, 2, 4, 2, g=3, k=2)
+    args[0] = args[0] * 0.6  # away from knots where the second derivative jumps
+    x, grid, bw, sw, sc = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    f = lambda x, bw, sw, sc: swisk.ops.kan_conv2d(x, grid, bw, sw, sc, 2, 1, 1, 1, 1)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x, bw, sw, sc))
+    assert torch.autograd.gradgradcheck(f, (x, bw, sw, sc))
+
+
+def test_forward_mode_and_vmap(rng):
+    args = make(rng, 1, 2, 2, 3, 6, 3)
+    x, grid, bw, sw, sc = args
+    f = lambda x: swisk.ops.kan_conv1d(x, grid, bw, sw, sc, 3, 1, 1)  # noqa: E731
+    t = torch.randn(x.shape, generator=rng, dtype=F64)
+    _, jv = torch.func.jvp(f, (x,), (t,))
+    _, want = torch.func.jvp(lambda x: ref([x, grid, bw, sw, sc], 3, [1], [1, 1], [1], 1), (x,), (t,))
+    assert rel_err(jv, want) <= 1e-10
+    batched = torch.func.vmap(f)(x.unsqueeze(1).expand(2, 3, 2, 6).contiguous())
+    assert rel_err(batched[:, 0], f(x)) <= REL[F64]
+
+
+def test_opcheck_and_compile(rng):
+    args = make(rng, 2, 2, 2, 3, 5, 3, dtype=torch.float32)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    scalars = (3, [1, 1], [1, 1, 1, 1], [1, 1], 1, "silu")
+    torch.library.opcheck(torch.ops.swisk.kan_conv.default, (*leaves, *scalars))
+    xl = leaves[0].detach().contiguous(memory_format=torch.channels_last)
+    torch.library.opcheck(torch.ops.swisk.kan_conv.default, (xl, *args[1:], *scalars))
+    f = torch.compile(lambda *a: swisk.ops.kan_conv2d(*a, 3, 1, 1), fullgraph=True, backend="eager")
+    y = f(*leaves)
+    assert rel_err(y, swisk.ops.kan_conv2d(*leaves, 3, 1, 1)) == 0
+    y.sum().backward()
+    assert leaves[3].grad is not None and leaves[3].grad.abs().sum() > 0
+
+
+def test_autocast_bf16(rng):
+    args = make(rng, 2, 2, 3, 4, 6, 3, dtype=torch.float32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = swisk.ops.kan_conv2d(*args, 3, 1, 1)
+    assert y.dtype == torch.bfloat16
+    cast = [t.to(torch.bfloat16) for t in args]
+    assert rel_err(y, ref(cast, 3, [1, 1], _pads(1, 2), [1, 1], 1)) <= REL[torch.bfloat16]
+
+
+def test_empty_batch_and_nan_propagation(rng):
+    args = make(rng, 2, 0, 2, 3, 5, 3)
+    y = swisk.ops.kan_conv2d(*args, 3, 1, 1)
+    assert y.shape == (0, 3, 5, 5)
+    args = make(rng, 2, 1, 2, 3, 5, 3)
+    args[3] = args[3].clone()
+    args[3][1, 0, 0, 0] = float("nan")  # reaches every output pixel of channel 1 (0 · NaN)
+    y = swisk.ops.kan_conv2d(*args, 3, 1, 1)
+    want = ref(args, 3, [1, 1], _pads(1, 2), [1, 1], 1)
+    assert torch.equal(y.isnan(), want.isnan()) and y[0, 1].isnan().all()
+
+
+def test_bad_inputs(rng):
+    x, grid, bw, sw, sc = make(rng, 2, 1, 4, 4, 5, 3, groups=2)
+    op = swisk.ops.kan_conv2d
+    cases = [
+        (lambda: op(x, grid, bw, sw, sc, groups=3), ValueError, r"\[kan_conv\] groups"),
+        (lambda: op(x, grid, bw, sw, sc, groups=1), ValueError, r"\[kan_conv\] spline_weight"),
+        (lambda: op(x, grid[:3], bw, sw, sc, groups=2), ValueError, r"\[kan_conv\] grid"),
+        (lambda: op(x, grid, bw[:, :1], sw, sc, groups=2), ValueError, r"\[kan_conv\] base_weight"),
+        (lambda: op(x, grid, bw, sw, sc[..., :2], groups=2), ValueError, r"\[kan_conv\] spline_scaler"),
+        (lambda: op(x.float(), grid, bw, sw, sc, groups=2), TypeError, r"\[kan_conv\] grid"),
+        (lambda: op(x, grid, bw, sw, sc, 3, 2, "same", groups=2), ValueError, r"\[kan_conv2d\] padding"),
+        (lambda: op(x, grid, bw, sw, sc, 3, 1, "full", groups=2), ValueError, r"\[kan_conv2d\] padding"),
+        (lambda: op(x, grid, bw, sw, sc, 3, 0, groups=2), ValueError, r"\[kan_conv2d\] stride"),
+        (lambda: op(x, grid, bw, sw, sc, 3, (1, 2, 3), groups=2), TypeError, r"\[kan_conv2d\] stride"),
+        (lambda: op(x, grid, bw, sw, sc, 3, 1, -1, groups=2), ValueError, r"\[kan_conv2d\] padding"),
+        (lambda: op(x, grid, bw, sw, sc, 3, 1, 0, 4, groups=2), ValueError, r"\[kan_conv\] x"),
+        (lambda: op(x, grid, bw, sw, sc, 2, groups=2), ValueError, r"\[kan_conv\] spline_weight"),
+        (lambda: op(x, grid, bw, sw, sc, base_activation="relu", groups=2), ValueError,
+         r"\[kan_conv2d\] base_activation"),
+        (lambda: op(x, grid, bw, sw[..., 0], sc, groups=2), ValueError, r"\[kan_conv2d\] spline_weight"),
+        (lambda: swisk.ops.kan_conv1d(x, grid, bw, sw, sc, groups=2), ValueError, r"\[kan_conv1d\] spline_weight"),
+        (lambda: op(x, grid.flip(1), bw, sw, sc, groups=2), ValueError, r"\[kan_conv\] grid"),
+        (lambda: op(x.int(), grid, bw, sw, sc, groups=2), TypeError, r"\[kan_conv\] x"),
+        (lambda: op(x, grid, bw, sw, sc, 3.0, groups=2), TypeError, r"\[kan_conv\] spline_order"),
+    ]
+    for call, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            call()
