@@ -40,17 +40,15 @@ def _backward_route(tensors, scalars):
 
 
 def _by_kernels(x, grid, bw, sw, sc, k, stride, padding, dilation, groups, act):
-    """The forward written with swisk's kan_expand (differentiable to any order) and torch ops, without
-    tiles: what the backward's own derivatives differentiate. Holds the whole A (N·pixels, C·K·n_basis)."""
+    """The forward written with swisk's kan_expand (differentiable to any order) and torch's conv, without
+    tiles: what the backward's own derivatives differentiate. Holds the bases of the whole padded input."""
     g = conv_gemm.Geometry(x, sw, k, stride, padding, dilation, groups)
-    xp = conv_gemm._pad(x, g, float("-inf"))
-    p = g.patches(xp).reshape(g.n * g.pix, g.cols)
-    a = invoke(kan_expand_op, p, grid.repeat_interleave(g.kk, 0), k, 0, False)
-    w = conv_gemm.pack_spline(sw, sc, g)
-    y = torch.bmm(a.view(-1, g.groups, w.shape[2]).transpose(0, 1), w.transpose(1, 2)).transpose(0, 1)
-    y = y.reshape(g.n, *g.out, g.o).movedim(-1, 1)
+    xp = conv_gemm.pad(x, g, float("-inf"))
+    e = invoke(kan_expand_op, xp.movedim(1, -1).contiguous(), grid, k, 0, False)   # (N, *S_padded, C·n_basis)
+    y = conv_gemm._CONV[g.d - 1](e.movedim(-1, 1), reference.conv.scaled_spline_weight(sw, sc), None, stride, 0,
+                                 dilation, groups)
     if bw is not None:
-        xa = conv_gemm._pad(reference.conv.ACTIVATIONS[act](x), g, 0.0)
+        xa = conv_gemm.pad(reference.conv.ACTIVATIONS[act](x), g, 0.0)
         y = y + conv_gemm._CONV[g.d - 1](xa, bw, None, stride, 0, dilation, groups)
     return y.reshape(*g.lead, g.o, *g.out)
 

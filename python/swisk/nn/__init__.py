@@ -1,5 +1,6 @@
 """Drop-in layers built on the swisk ops."""
+from .conv import KANConv1d, KANConv2d, KANConv3d
 from .kan import KAN, KANLinear
 from .wavelet import WaveletKAN, WaveletKANLinear
 
-__all__: list = ["KAN", "KANLinear", "WaveletKAN", "WaveletKANLinear"]
+__all__: list = ["KAN", "KANLinear", "KANConv1d", "KANConv2d", "KANConv3d", "WaveletKAN", "WaveletKANLinear"]
