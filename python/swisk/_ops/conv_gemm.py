@@ -1,8 +1,8 @@
 """kan_conv on the GEMM route. Per tile of output rows, swisk's kan_expand writes the bases of the
 padded input pixels the tile reads, E (pixels × C·n_basis; padding is -inf, whose bases are 0), once
-per pixel. Stride 1: E is never unfolded; each kernel offset is E shifted by a fixed number of rows
-(outputs computed at every padded position, the few invalid ones dropped), one GEMM per offset into
-the output. Other strides: E is unfolded into A (pixels × C·K·n_basis) for one GEMM. The base branch is
+per pixel. Stride 1 (unless the call is tiny): E is never unfolded; each kernel offset is E shifted by
+a fixed number of rows (outputs computed at every padded position, the few invalid ones dropped), one
+GEMM per offset into the output. Otherwise E is unfolded into A (pixels × C·K·n_basis), one GEMM. The base branch is
 torch's convolution of act(x). Backward regenerates E; dE comes from the same shifted GEMMs (or the
 fold of dA) and one kan_contract per input pixel gives dx. Neither the (N, C·n_basis, *S) basis
 tensor nor a whole im2col is ever formed."""
@@ -20,6 +20,7 @@ from .kan_gemm import _accumulate
 
 _CONV = (F.conv1d, F.conv2d, F.conv3d)
 _LOW = (torch.float16, torch.bfloat16)
+SHIFTED_MIN = 1 << 18  # elements of the whole A below which one unfolded GEMM beats K shifted ones
 
 
 class Geometry:
@@ -39,7 +40,8 @@ class Geometry:
                          for i, (p, kd) in enumerate(zip(self.padded, self.kernel)))
         self.pix = math.prod(self.out)
         self.line = math.prod(self.padded[1:])            # padded pixels per row of the first spatial dim
-        self.shifted = all(s == 1 for s in stride)
+        # stride 1 and large enough that K GEMM calls cost less than unfolding A (one GEMM)
+        self.shifted = all(s == 1 for s in stride) and self.n * self.pix * self.kk * self.c * self.nb >= SHIFTED_MIN
         # row offset of each kernel offset in E (stride 1): sum over dims of offset·dilation·row stride
         steps = [math.prod(self.padded[i + 1:]) for i in range(d)]
         self.shifts = [sum(o * dilation[i] * steps[i] for i, o in enumerate(offs))
