@@ -21,6 +21,7 @@ from .kan_gemm import _accumulate
 _CONV = (F.conv1d, F.conv2d, F.conv3d)
 _LOW = (torch.float16, torch.bfloat16)
 SHIFTED_MIN = 1 << 18  # elements of the whole A below which one unfolded GEMM beats K shifted ones
+TILE_SHARE = 4         # tiles take a quarter of workspace_bytes: the GEMMs keep thousands of rows
 
 
 class Geometry:
@@ -57,7 +58,7 @@ class Geometry:
         not fit the workspace (each tile's outputs are contiguous in (N, *S_out) order)."""
         width = self.c * self.nb * (1 if self.shifted else 1 + self.kk)
         per_out = max(1, (width + self.c + self.o) * elsize * buffers * max(1, math.prod(self.stride)))
-        rows = max(1, config.get("workspace_bytes") // per_out)
+        rows = max(1, config.get("workspace_bytes") // TILE_SHARE // per_out)
         if rows >= self.pix:
             per = max(1, rows // max(self.pix, 1))
             return [(n0, min(self.n, n0 + per), 0, self.out[0]) for n0 in range(0, self.n, per)]
