@@ -214,7 +214,9 @@ def test_opcheck_and_compile(rng):
     torch.library.opcheck(torch.ops.swisk.kan_conv.default, (*leaves, *scalars))
     xl = leaves[0].detach().contiguous(memory_format=torch.channels_last)
     torch.library.opcheck(torch.ops.swisk.kan_conv.default, (xl, *args[1:], *scalars))
-    f = torch.compile(lambda *a: swisk.ops.kan_conv2d(*a, 3, 1, 1), fullgraph=True, backend="eager")
+    gy = torch.randn(2, 3, 5, 5, generator=rng)
+    torch.library.opcheck(torch.ops.swisk.kan_conv_backward.default, (*args, gy, *scalars))
+    f = torch.compile(lambda *a: swisk.ops.kan_conv2d(*a, 3, 1, 1), fullgraph=True)
     y = f(*leaves)
     assert rel_err(y, swisk.ops.kan_conv2d(*leaves, 3, 1, 1)) == 0
     y.sum().backward()

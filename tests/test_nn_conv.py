@@ -87,7 +87,7 @@ def test_training_step_and_compile(rng):
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.8 * losses[0]
-    compiled = torch.compile(net, fullgraph=True, backend="eager")
+    compiled = torch.compile(net, fullgraph=True)
     torch.testing.assert_close(compiled(x), net(x))
     reg = net[0].regularization_loss()
     assert reg.isfinite() and reg > 0

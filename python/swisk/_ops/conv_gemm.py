@@ -251,20 +251,26 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dila
             dx = torch.empty_like(t.x)
             contract(t.x, grid, de[:t.q], k, 1, False, dx)
             dxcl[tile[0]:tile[1], t.r0:t.r0 + t.shape()[1]] += dx.view(t.src.shape)
-    index = [slice(None)] + [slice(g.padding[2 * i], g.padding[2 * i] + s) for i, s in enumerate(g.spatial)]
-    dx = dxcl[tuple(index)].movedim(-1, 1)
+    crop = tuple(slice(g.padding[2 * i], g.padding[2 * i] + s) for i, s in enumerate(g.spatial))
+    dx = dxcl[(slice(None), *crop)].movedim(-1, 1)
     gbw = x.new_zeros(0)
     if bw is not None:
-        with torch.enable_grad():
-            xr = x.detach().reshape(g.n, g.c, *g.spatial).requires_grad_()
-            ap = pad(ACTIVATIONS[act](xr), g, 0.0)
+        xr = x.reshape(g.n, g.c, *g.spatial)
         gap, gbw, _ = torch.ops.aten.convolution_backward(
-            gy.reshape(g.n, g.o, *g.out), ap.detach(), bw, None, list(stride), [0] * g.d, list(dilation), False,
-            [0] * g.d, groups, [True, True, False])
-        (gxa,) = torch.autograd.grad(ap, xr, gap)
-        dx = dx + gxa
+            gy.reshape(g.n, g.o, *g.out), pad(ACTIVATIONS[act](xr), g, 0.0), bw, None, list(stride), [0] * g.d,
+            list(dilation), False, [0] * g.d, groups, [True, True, False])
+        dx = dx + gap[(slice(None), slice(None), *crop)] * _act_derivative(act, xr)
     gsw, gsc = _unpack(gw, sw, sc, g, x.dtype)
-    return dx.reshape(x.shape).contiguous(), gbw, gsw, gsc
+    return dx.reshape(x.shape).contiguous(), gbw.contiguous(), gsw, gsc
+
+
+def _act_derivative(act: str, x):
+    if act == "silu":
+        s = torch.sigmoid(x)
+        return s * (1 + x * (1 - s))
+    if act == "gelu":  # Φ(x) + x·φ(x)
+        return 0.5 * (1 + torch.erf(x * 0.5 ** 0.5)) + x * torch.exp(-0.5 * x * x) * (2 * math.pi) ** -0.5
+    return torch.ones_like(x)
 
 
 def _shifted_backward(t: _Tile, w, full, gw, de, g: Geometry):
@@ -295,7 +301,7 @@ def _unpack(gw, sw, sc, g: Geometry, dtype):
     else:           # (G, O/G, Cg·K·n_basis) -> (O, Cg, n_basis, K)
         gs = gw.view(g.o, g.cg, g.kk, g.nb).transpose(2, 3)
     if sc is None:
-        return gs.reshape(sw.shape).to(dtype), sw.new_zeros(0)
-    gsc = (gs * sw.view(g.o, g.cg, g.nb, g.kk).to(gs.dtype)).sum(2).reshape(sc.shape)
-    gsw = (gs * sc.reshape(g.o, g.cg, 1, g.kk).to(gs.dtype)).reshape(sw.shape)
-    return gsw.to(dtype), gsc.to(dtype)
+        return gs.to(dtype).contiguous().view(sw.shape), sw.new_zeros(0)
+    gsc = (gs * sw.view(g.o, g.cg, g.nb, g.kk).to(gs.dtype)).sum(2)
+    gsw = gs * sc.reshape(g.o, g.cg, 1, g.kk).to(gs.dtype)
+    return gsw.to(dtype).contiguous().view(sw.shape), gsc.to(dtype).contiguous().view(sc.shape)
