@@ -228,10 +228,19 @@ def test_autocast_bf16(rng):
     assert rel_err(y, ref(cast, 3, [1, 1], _pads(1, 2), [1, 1], 1)) <= REL[torch.bfloat16]
 
 
-def test_empty_batch_and_nan_propagation(rng):
+def test_empty_batch_channels_and_nan_propagation(rng):
     args = make(rng, 2, 0, 2, 3, 5, 3)
-    y = swisk.ops.kan_conv2d(*args, 3, 1, 1)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = swisk.ops.kan_conv2d(*leaves, 3, 1, 1)
     assert y.shape == (0, 3, 5, 5)
+    y.sum().backward()
+    assert leaves[2].grad.abs().sum() == 0 and leaves[3].grad.abs().sum() == 0
+    x = torch.randn(2, 0, 5, 5, dtype=F64, requires_grad=True)  # no input channels: the empty sum
+    y = swisk.ops.kan_conv2d(x, args[1][:0], torch.randn(4, 0, 3, 3, dtype=F64), torch.randn(4, 0, 3, 3, dtype=F64),
+                             None, 3, 1, 1)
+    assert y.shape == (2, 4, 5, 5) and (y == 0).all()
+    y.sum().backward()
+    assert x.grad.shape == x.shape
     args = make(rng, 2, 1, 2, 3, 5, 3)
     args[3] = args[3].clone()
     args[3][1, 0, 0, 0] = float("nan")  # reaches every output pixel of channel 1 (0 · NaN)

@@ -29,7 +29,7 @@ class Geometry:
         self.c, self.spatial, self.lead = x.shape[-d - 1], tuple(x.shape[-d:]), tuple(x.shape[:-d - 1])
         self.n = math.prod(self.lead)
         self.o, self.kernel = sw.shape[0], tuple(sw.shape[2:])
-        self.nb = sw.shape[1] // (self.c // groups)
+        self.nb = sw.shape[1] // (self.c // groups) if self.c else 0
         self.padded = tuple(s + padding[2 * i] + padding[2 * i + 1] for i, s in enumerate(self.spatial))
         self.out = tuple((p - dilation[i] * (kd - 1) - 1) // stride[i] + 1
                          for i, (p, kd) in enumerate(zip(self.padded, self.kernel)))
@@ -107,7 +107,7 @@ def forward(expand, x, grid, bw, sw, sc, k, stride, padding, dilation, groups, a
             for tile in tiles:
                 t = _Tile(xcl, tile, g, grid, k, expand, bufs)
                 y[tile[0]:tile[1], :, tile[2]:tile[3]] = conv(t.e, w, None, stride, 0, dilation, groups)
-        if bw is not None:
+        if bw is not None and g.c:  # no input channels: the empty sum, 0
             y += conv(pad(ACTIVATIONS[act](x), g, 0.0), bw, None, stride, 0, dilation, groups)
     return y.view(*g.lead, *y.shape[1:])
 
@@ -136,8 +136,8 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dila
             dxcl[tile[0]:tile[1], t.r0:t.r0 + t.src.shape[1]] += dx.view(t.src.shape)
     crop = tuple(slice(g.padding[2 * i], g.padding[2 * i] + s) for i, s in enumerate(g.spatial))
     dx = dxcl[(slice(None), *crop)].movedim(-1, 1)
-    gbw = x.new_zeros(0)
-    if bw is not None:
+    gbw = x.new_zeros(0) if bw is None else torch.zeros_like(bw)
+    if bw is not None and g.c and gy.numel():
         xr = x.reshape(g.n, g.c, *g.spatial)
         gap, gbw, _ = torch.ops.aten.convolution_backward(
             gy, pad(ACTIVATIONS[act](xr), g, 0.0), bw, None, list(stride), [0] * g.d, list(dilation), False,
@@ -160,6 +160,8 @@ def _unpack(gw, sw, sc, g: Geometry, dtype):
     """The gradient of spline_weight·scaler split into spline_weight's and the scaler's."""
     if sc is None:
         return gw.to(dtype).contiguous(), sw.new_zeros(0)
+    if gw.numel() == 0:
+        return torch.zeros_like(sw), torch.zeros_like(sc)
     gs = gw.view(g.o, sc.shape[1], g.nb, -1)
     gsc = (gs * sw.view(gs.shape).to(gs.dtype)).sum(2)
     gsw = gs * sc.reshape(g.o, sc.shape[1], 1, -1).to(gs.dtype)
