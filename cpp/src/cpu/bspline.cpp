@@ -18,7 +18,8 @@ namespace swisk::cpu {
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
-#define SK_BSPLINE_CLONES __attribute__((target_clones("arch=haswell", "default"), flatten))
+// ISA levels, not "arch=haswell": GCC dispatches an arch= clone on the CPU model, so AMD got the baseline.
+#define SK_BSPLINE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), flatten))
 #else
 #define SK_BSPLINE_CLONES
 #endif
