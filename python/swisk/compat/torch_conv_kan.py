@@ -75,6 +75,7 @@ class KANConvNDLayer(nn.Module):
         super().__init__()
         from .. import build_info  # swisk is fully imported by the time a layer is built
 
+        ndim = int_arg("KANConvNDLayer", "ndim", ndim, 1, 3)
         name = f"KANConv{ndim}DLayer"
         self.inputdim = int_arg(name, "input_dim", input_dim, 1)
         self.outdim = int_arg(name, "output_dim", output_dim, 1)
@@ -128,6 +129,7 @@ class KANConvNDLayer(nn.Module):
         self._check(x)
         nd, g = self.ndim, self.groups
         bw, sw = self._weight(self.base_conv), self._weight(self.spline_conv)
+        # one knot row per input channel, materialised: kan_conv's knot check reads the grid as contiguous
         grid = self.grid.to(sw.dtype).expand(self.inputdim, -1).contiguous()
         act = _op_activation(self.base_activation)
         args = (self.spline_order, self.stride, self.padding, self.dilation, g)
