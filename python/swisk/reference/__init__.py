@@ -3,7 +3,10 @@ benchmark's baseline. They materialise the intermediate tensors the fused kernel
 from .spline import (KAN, KANLinear, bspline_basis, curve2coeff, kan_contract, kan_expand, kan_grid, kan_linear,
                      kan_regularization_loss, kan_update_grid, silu_derivative)
 from .conv import kan_conv
+from . import torch_conv_kan
+from .torch_conv_kan import KANConv1DLayer, KANConv2DLayer, KANConv3DLayer
 from .wavelet import WAVELETS, wavelet, wavelet_kan
 
 __all__ = ["bspline_basis", "kan_expand", "kan_contract", "silu_derivative", "kan_linear", "kan_grid", "curve2coeff", "kan_update_grid", "kan_regularization_loss",
-           "KANLinear", "KAN", "kan_conv", "wavelet", "wavelet_kan", "WAVELETS"]
+           "KANLinear", "KAN", "kan_conv", "torch_conv_kan",
+           "KANConv1DLayer", "KANConv2DLayer", "KANConv3DLayer", "wavelet", "wavelet_kan", "WAVELETS"]
