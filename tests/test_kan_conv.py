@@ -118,7 +118,7 @@ def test_tiles_within_and_across_images(rng, monkeypatch, workspace, stride):
     args = make(rng, 2, images, 3, 4, 7, 3, groups=1)
     seen = []
     real = spline._expand_into
-    monkeypatch.setattr(conv, "_expand_into", lambda p, *a: (seen.append(p.shape[0]), real(p, *a)))
+    monkeypatch.setattr(conv, "_expand_into", lambda p, *a: (seen.append(p.numel() // 3), real(p, *a)))
     leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
     with swisk.config.using(workspace_bytes=workspace):
         y = swisk.ops.kan_conv2d(*leaves, 3, stride, 1, 1, 1)
@@ -210,7 +210,8 @@ def test_opcheck_and_compile(rng):
     xl = leaves[0].detach().contiguous(memory_format=torch.channels_last)
     torch.library.opcheck(torch.ops.swisk.kan_conv.default, (xl, *args[1:], *scalars))
     gy = torch.randn(2, 3, 5, 5, generator=rng)
-    torch.library.opcheck(torch.ops.swisk.kan_conv_backward.default, (*args, gy, *scalars))
+    for grad_x in (True, False):
+        torch.library.opcheck(torch.ops.swisk.kan_conv_backward.default, (*args, gy, *scalars, grad_x))
     f = torch.compile(lambda *a: swisk.ops.kan_conv2d(*a, 3, 1, 1), fullgraph=True)
     y = f(*leaves)
     assert rel_err(y, swisk.ops.kan_conv2d(*leaves, 3, 1, 1)) == 0
@@ -277,3 +278,32 @@ def test_bad_inputs(rng):
     for call, exc, msg in cases:
         with pytest.raises(exc, match=msg):
             call()
+
+
+def test_no_input_gradient_when_x_needs_none(rng, monkeypatch):
+    """A first layer (x without requires_grad): the weight gradients, and no dx work at all."""
+    args = make(rng, 2, 2, 3, 4, 6, 3)
+    calls = []
+    real = spline._contract_into
+    monkeypatch.setattr(conv, "_contract_into", lambda *a: (calls.append(1), real(*a)))
+    leaves = [t if i <= 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = swisk.ops.kan_conv2d(*leaves, 3, 1, 1)
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    got = torch.autograd.grad(y, leaves[2:], go)
+    assert calls == []
+    want = ref(leaves, 3, [1, 1], _pads(1, 2), [1, 1], 1)
+    for a, b in zip(got, torch.autograd.grad(want, leaves[2:], go)):
+        assert rel_err(a, b) <= 10 * REL[F64]
+
+
+@pytest.mark.parametrize("channels", [1, 5, 70])
+def test_pixels_grouped_into_rows(rng, channels):
+    """Few channels: the expansion kernels take m pixels per row (m·C features); any C, any pixel count."""
+    args = make(rng, 2, 3, channels, 2, 5, 3)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = swisk.ops.kan_conv2d(*leaves, 3, 1, 1)
+    want = ref(leaves, 3, [1, 1], _pads(1, 2), [1, 1], 1)
+    assert rel_err(y, want) <= REL[F64]
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    for a, b in zip(torch.autograd.grad(y, leaves[:1], go), torch.autograd.grad(want, leaves[:1], go)):
+        assert rel_err(a, b) <= 10 * REL[F64]

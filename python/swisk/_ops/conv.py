@@ -39,6 +39,12 @@ def _backward_route(tensors, scalars):
     return conv_gemm.backward(_expand_into, _contract_into, *tensors, *scalars)
 
 
+def _backward_prepare(*args):
+    """C++ validates the backward's arguments as the forward's: grad_x is not one of them."""
+    *rest, _grad_x, backend = args
+    return _C.kan_conv_backward_prepare(*rest, backend)
+
+
 def _by_kernels(x, grid, bw, sw, sc, k, stride, padding, dilation, groups, act):
     """The forward written with swisk's kan_expand (differentiable to any order) and torch's conv, without
     tiles: what the backward's own derivatives differentiate. Holds the bases of the whole padded input."""
@@ -54,6 +60,7 @@ def _by_kernels(x, grid, bw, sw, sc, k, stride, padding, dilation, groups, act):
 
 
 def _backward_by_kernels(x, grid, bw, sw, sc, gy, *scalars):
+    *scalars, _grad_x = scalars
     present = [t is not None for t in (x, bw, sw, sc)]
 
     def f(*moving):
@@ -66,6 +73,7 @@ def _backward_by_kernels(x, grid, bw, sw, sc, gy, *scalars):
 
 
 def _backward_ref(x, grid, bw, sw, sc, gy, *scalars):
+    *scalars, _grad_x = scalars
     present = [t is not None for t in (x, bw, sw, sc)]
 
     def f(*moving):
@@ -79,7 +87,7 @@ def _backward_ref(x, grid, bw, sw, sc, gy, *scalars):
 
 def _backward(need, saved, scalars, grads):
     x, grid, bw, sw, sc = saved
-    gx, gbw, gsw, gsc = invoke(kan_conv_backward_op, x, grid, bw, sw, sc, grads[0], *scalars)
+    gx, gbw, gsw, gsc = invoke(kan_conv_backward_op, x, grid, bw, sw, sc, grads[0], *scalars, bool(need[0]))
     return (gx if need[0] else None, None, gbw if need[2] else None, gsw if need[3] else None,
             gsc if need[4] else None)
 
@@ -92,8 +100,9 @@ KAN_CONV = OpSpec(
 
 KAN_CONV_BACKWARD = OpSpec(
     name="kan_conv_backward", inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?", "grad_out"),
-    scalars=_SCALARS, outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
-    prepare=_C.kan_conv_backward_prepare, composite=_backward_route, reference=_backward_ref,
+    scalars=_SCALARS + (("grad_x", bool),),
+    outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
+    prepare=_backward_prepare, composite=_backward_route, reference=_backward_ref,
     derivatives=_backward_by_kernels, row_outputs=("grad_x",), strided=True,
     fake_shapes=lambda x, grid, bw, sw, sc, g, *s: [tuple(x.shape), (0,) if bw is None else tuple(bw.shape),
                                                     tuple(sw.shape), (0,) if sc is None else tuple(sc.shape)])

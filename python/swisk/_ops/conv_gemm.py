@@ -71,19 +71,39 @@ def _empty_like_output(x, g: Geometry, dtype):
 
 class _Tile:
     """One tile: its padded input pixels (rows of C channels) and their bases E as the vendor's
-    convolution takes them, (n, C·n_basis, R, *rest) with channels-last strides."""
+    convolution takes them, (n, C·n_basis, R, *rest) with channels-last strides. The expansion kernels
+    see m consecutive pixels as one row of m·C features (same memory), so few channels still fill
+    the vector lanes."""
 
-    def __init__(self, xcl, tile, g: Geometry, grid, k, expand, bufs):
+    def __init__(self, xcl, tile, g: Geometry, grids, k, expand, bufs):
         n0, n1, o0, o1 = tile
         self.r0, r1 = g.rows_in(o0, o1)
         self.src = xcl[n0:n1, self.r0:r1]                       # (n, R, *rest, C), a view
         q = self.src.numel() // g.c
+        self.m = _pixels_per_row(q, g.c)
+        self.grid = grids.setdefault(self.m, grids[1].repeat(self.m, 1))
         xb = bufs["x"][:q * g.c]
         xb.view(self.src.shape).copy_(self.src)
-        self.x = xb.view(q, g.c)
-        e = bufs["e"][:q * g.c * g.nb].view(q, g.c * g.nb)
-        expand(self.x, grid, k, 0, False, e)
+        self.x = xb.view(q // self.m, self.m * g.c)
+        e = bufs["e"][:q * g.c * g.nb].view(q // self.m, -1)
+        self.k, self.expand = k, expand
+        expand(self.x, self.grid, k, 0, False, e)
         self.e = e.view(*self.src.shape[:-1], g.c * g.nb).movedim(-1, 1)
+
+    def contract(self, contract, de):
+        """dx (q, C) of the tile's pixels from dE (n, C·n_basis, R, *rest)."""
+        de = de.movedim(1, -1).contiguous().view(self.x.shape[0], -1)
+        dx = torch.empty_like(self.x)
+        contract(self.x, self.grid, de, self.k, 1, False, dx)
+        return dx.view(self.src.shape)
+
+
+def _pixels_per_row(q: int, c: int) -> int:
+    """The largest divisor m of q with m·C <= 64 (at least 1)."""
+    for m in range(max(1, 64 // max(c, 1)), 0, -1):
+        if q % m == 0:
+            return m
+    return 1
 
 
 def _buffers(g: Geometry, tiles, dtype, device):
@@ -103,46 +123,47 @@ def forward(expand, x, grid, bw, sw, sc, k, stride, padding, dilation, groups, a
             w = scaled_spline_weight(sw, sc)
             xcl = pad(x, g, float("-inf")).movedim(1, -1)
             tiles = g.tiles(x.element_size(), 1)
-            bufs = _buffers(g, tiles, x.dtype, x.device)
+            bufs, grids = _buffers(g, tiles, x.dtype, x.device), {1: grid}
             for tile in tiles:
-                t = _Tile(xcl, tile, g, grid, k, expand, bufs)
+                t = _Tile(xcl, tile, g, grids, k, expand, bufs)
                 y[tile[0]:tile[1], :, tile[2]:tile[3]] = conv(t.e, w, None, stride, 0, dilation, groups)
         if bw is not None and g.c:  # no input channels: the empty sum, 0
             y += conv(pad(ACTIVATIONS[act](x), g, 0.0), bw, None, stride, 0, dilation, groups)
     return y.view(*g.lead, *y.shape[1:])
 
 
-def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dilation, groups, act):
-    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent weights get (0,)."""
+def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dilation, groups, act, need_x=True):
+    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent weights get (0,);
+    without need_x, grad_x is zeros and nothing of it is computed (e.g. a network's first layer)."""
     g = Geometry(x, sw, k, stride, padding, dilation, groups)
     acc = torch.float32 if x.dtype in _LOW else x.dtype
     gy = gy.reshape(g.n, g.o, *g.out)
     xcl = pad(x, g, float("-inf")).movedim(1, -1)
-    dxcl = torch.zeros(xcl.shape, dtype=x.dtype, device=x.device)  # (N, *S_padded, C)
+    dxcl = torch.zeros(xcl.shape, dtype=x.dtype, device=x.device) if need_x else None  # (N, *S_padded, C)
     gw = torch.zeros(sw.shape, dtype=acc, device=x.device)
+    mask = [need_x, True, False]
     if gy.numel() and g.c * g.nb:
         w = scaled_spline_weight(sw, sc)
         tiles = g.tiles(x.element_size(), 2)
-        bufs = _buffers(g, tiles, x.dtype, x.device)
+        bufs, grids = _buffers(g, tiles, x.dtype, x.device), {1: grid}
         for tile in tiles:
-            t = _Tile(xcl, tile, g, grid, k, expand, bufs)
+            t = _Tile(xcl, tile, g, grids, k, expand, bufs)
             de, dw, _ = torch.ops.aten.convolution_backward(
                 gy[tile[0]:tile[1], :, tile[2]:tile[3]], t.e, w, None, list(stride), [0] * g.d, list(dilation),
-                False, [0] * g.d, groups, [True, True, False])
+                False, [0] * g.d, groups, mask)
             gw += dw
-            de = de.movedim(1, -1).contiguous().view(t.x.shape[0], -1)
-            dx = torch.empty_like(t.x)
-            contract(t.x, grid, de, k, 1, False, dx)
-            dxcl[tile[0]:tile[1], t.r0:t.r0 + t.src.shape[1]] += dx.view(t.src.shape)
+            if need_x:
+                dxcl[tile[0]:tile[1], t.r0:t.r0 + t.src.shape[1]] += t.contract(contract, de)
     crop = tuple(slice(g.padding[2 * i], g.padding[2 * i] + s) for i, s in enumerate(g.spatial))
-    dx = dxcl[(slice(None), *crop)].movedim(-1, 1)
+    dx = dxcl[(slice(None), *crop)].movedim(-1, 1) if need_x else torch.zeros_like(x)
     gbw = x.new_zeros(0) if bw is None else torch.zeros_like(bw)
     if bw is not None and g.c and gy.numel():
         xr = x.reshape(g.n, g.c, *g.spatial)
         gap, gbw, _ = torch.ops.aten.convolution_backward(
             gy, pad(ACTIVATIONS[act](xr), g, 0.0), bw, None, list(stride), [0] * g.d, list(dilation), False,
-            [0] * g.d, groups, [True, True, False])
-        dx = dx + gap[(slice(None), slice(None), *crop)] * _act_derivative(act, xr)
+            [0] * g.d, groups, mask)
+        if need_x:
+            dx = dx + gap[(slice(None), slice(None), *crop)] * _act_derivative(act, xr)
     gsw, gsc = _unpack(gw, sw, sc, g, x.dtype)
     return dx.reshape(x.shape).contiguous(), gbw.contiguous(), gsw, gsc
 
