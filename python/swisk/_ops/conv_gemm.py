@@ -81,7 +81,9 @@ class _Tile:
         self.src = xcl[n0:n1, self.r0:r1]                       # (n, R, *rest, C), a view
         q = self.src.numel() // g.c
         self.m = _pixels_per_row(q, g.c)
-        self.grid = grids.setdefault(self.m, grids[1].repeat(self.m, 1))
+        if self.m not in grids:
+            grids[self.m] = grids[1].repeat(self.m, 1)
+        self.grid = grids[self.m]
         xb = bufs["x"][:q * g.c]
         xb.view(self.src.shape).copy_(self.src)
         self.x = xb.view(q // self.m, self.m * g.c)
