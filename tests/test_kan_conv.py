@@ -169,13 +169,18 @@ def test_channels_last_in_channels_last_out(rng, d):
 
 
 def test_leading_shapes_and_non_contiguous(rng):
-    """Unbatched (C, H, W), several leading dims, and a transposed (non-contiguous) input."""
+    """Unbatched (C, H, W), several leading dims, a transposed (non-contiguous) input and an expanded
+    (stride 0) grid."""
     args = make(rng, 2, 1, 3, 4, 6, 3, lead=(2, 3))
     y = swisk.ops.kan_conv2d(*args, 3, 1, 1)
     assert y.shape == (2, 3, 4, 6, 6)
     assert rel_err(y, ref(args, 3, [1, 1], _pads(1, 2), [1, 1], 1)) <= REL[F64]
     one = swisk.ops.kan_conv2d(args[0][0, 0], *args[1:], 3, 1, 1)
     assert rel_err(one, y[0, 0]) <= REL[F64]
+    shared = torch.linspace(-2.2, 2.2, 12, dtype=F64)
+    expanded = swisk.ops.kan_conv2d(args[0], shared.expand(3, -1), *args[2:], 3, 1, 1)
+    contiguous = swisk.ops.kan_conv2d(args[0], shared.expand(3, -1).contiguous(), *args[2:], 3, 1, 1)
+    assert torch.equal(expanded, contiguous)
     xt = args[0].transpose(-1, -2)
     assert rel_err(swisk.ops.kan_conv2d(xt, *args[1:], 3, 1, 1),
                    ref([xt, *args[1:]], 3, [1, 1], _pads(1, 2), [1, 1], 1)) <= REL[F64]

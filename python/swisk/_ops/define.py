@@ -113,7 +113,7 @@ class _Prepared:
 
 def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     """Prepare (cached), allocate (or take `outs`: contiguous, of the prepared shapes), launch."""
-    tensors = list(args[:spec.n_in]) if spec.strided else _contiguous(args[:spec.n_in])
+    tensors = _inputs(spec, args)
     x = tensors[0]
     backend = _backend.backend_for(x)
     scalars = _scalars(spec, args)
@@ -142,8 +142,15 @@ def _contiguous(tensors):
     return [t if t is None or t.is_contiguous() else t.contiguous() for t in tensors]
 
 
+def _inputs(spec: OpSpec, args) -> list:
+    """The op's tensors as its kernels read them: contiguous, but x in any strides for a strided route."""
+    if spec.strided:
+        return [args[0], *_contiguous(args[1:spec.n_in])]
+    return _contiguous(args[:spec.n_in])
+
+
 def _fake(spec: OpSpec, prepared: _Prepared, args):
-    tensors = list(args[:spec.n_in]) if spec.strided else _contiguous(args[:spec.n_in])  # as the kernel sees them
+    tensors = _inputs(spec, args)  # as the kernel sees them
     x = tensors[0]
     if all(isinstance(s, int) for t in tensors if t is not None for s in t.shape):
         shapes = prepared.get(tensors, _scalars(spec, args), _backend.backend_for(x)).call.outputs
