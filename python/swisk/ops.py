@@ -1,8 +1,9 @@
 """The public ops (torch.ops.swisk.* underneath, with Python-level argument checks)."""
 from ._ops.conv import kan_conv1d, kan_conv2d, kan_conv3d
+from ._ops.sketched import sketched_linear
 from ._ops.spline import basis as bspline_basis
 from ._ops.spline import expand as kan_expand
 from ._ops.spline import kan_linear
 from ._ops.wavelet import kan as wavelet_kan
 
-__all__ = ["bspline_basis", "kan_expand", "kan_linear", "wavelet_kan", "kan_conv1d", "kan_conv2d", "kan_conv3d"]
+__all__ = ["bspline_basis", "kan_expand", "kan_linear", "wavelet_kan", "kan_conv1d", "kan_conv2d", "kan_conv3d", "sketched_linear"]

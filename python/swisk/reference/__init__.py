@@ -3,6 +3,7 @@ benchmark's baseline. They materialise the intermediate tensors the fused kernel
 from .spline import (KAN, KANLinear, bspline_basis, curve2coeff, kan_contract, kan_expand, kan_grid, kan_linear,
                      kan_regularization_loss, kan_update_grid, silu_derivative)
 from .conv import kan_conv
+from .sketched import sketched_linear
 from . import torch_conv_kan
 from .torch_conv_kan import KANConv1DLayer, KANConv2DLayer, KANConv3DLayer
 from .wavelet import WAVELETS, wavelet, wavelet_kan

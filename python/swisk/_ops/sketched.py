@@ -1,0 +1,69 @@
+"""The sketched linear layer (Panther's SKLinear math) as two vendor GEMMs through the (batch, 2·T·r)
+intermediate: y = x·[S1_1..S1_T | U2_1..U2_T] · [U1_1; ..; U1_T; S2_1; ..; S2_T] / (2T) + bias. Plain
+torch ops: autograd, double backward, forward mode, vmap and compile come from torch; the (T, batch,
+in) expansion of the formulation never exists."""
+from __future__ import annotations
+
+import torch
+
+_OP = "sketched_linear"
+
+
+def _check(x, S1s, S2s, U1s, U2s, bias):
+    named = {"x": x, "S1s": S1s, "S2s": S2s, "U1s": U1s, "U2s": U2s}
+    if bias is not None:
+        named["bias"] = bias
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"[{_OP}] {name}: expected a torch.Tensor, got {type(t).__name__}")
+        if not t.is_floating_point():
+            raise TypeError(f"[{_OP}] {name}: expected a floating dtype, got {t.dtype}")
+        if t.dtype != x.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(f"[{_OP}] {name}: dtype {t.dtype} differs from x's {x.dtype}")
+        if t.device != x.device:
+            raise ValueError(f"[{_OP}] {name}: on {t.device}, x on {x.device}")
+    for name in ("S1s", "S2s", "U1s", "U2s"):
+        if named[name].dim() != 3:
+            raise ValueError(f"[{_OP}] {name}: must be 3-d (num_terms, ...), got shape {tuple(named[name].shape)}")
+    t, fin, r = S1s.shape
+    out = S2s.shape[2]
+    want = {"S1s": (t, fin, r), "S2s": (t, r, out), "U1s": (t, r, out), "U2s": (t, fin, r)}
+    for name, shape in want.items():
+        if tuple(named[name].shape) != shape:
+            raise ValueError(f"[{_OP}] {name}: must be {shape} (num_terms, in, r from S1s; out from S2s), "
+                             f"got {tuple(named[name].shape)}")
+    if t == 0:
+        raise ValueError(f"[{_OP}] S1s: needs at least one term, got num_terms = 0")
+    if x.dim() == 0 or x.shape[-1] != fin:
+        raise ValueError(f"[{_OP}] x: last dimension must be in_features = {fin}, got shape {tuple(x.shape)}")
+    if bias is not None and tuple(bias.shape) != (out,):
+        raise ValueError(f"[{_OP}] bias: must be ({out},), got {tuple(bias.shape)}")
+
+
+def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
+    """Panther's sketched linear layer: 1/(2T)·Σ_i (x·S1_i·U1_i + x·U2_i·S2_i) + bias.
+
+    Args:
+        x: (..., in).
+        S1s: (T, in, r) and S2s: (T, r, out), the learned factors; U1s: (T, r, out) and U2s: (T, in, r),
+            the fixed random ones (all differentiable here).
+        bias: (out,) or None.
+
+    Returns:
+        (..., out), from two GEMMs through a (batch, 2·T·r) intermediate (the vendor's GEMM in every
+        dtype; fp16/bf16 under autocast accumulate in fp32), any batch and feature sizes.
+
+    Raises:
+        TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
+    """
+    _check(x, S1s, S2s, U1s, U2s, bias)
+    if torch.is_autocast_enabled(x.device.type):
+        dt = torch.get_autocast_dtype(x.device.type)
+        x, S1s, S2s, U1s, U2s = (t.to(dt) for t in (x, S1s, S2s, U1s, U2s))
+        bias = None if bias is None else bias.to(dt)
+    t, fin, r = S1s.shape
+    left = torch.cat([S1s, U2s], 0).permute(1, 0, 2).reshape(fin, 2 * t * r)      # (in, 2Tr)
+    right = torch.cat([U1s, S2s], 0).reshape(2 * t * r, -1) * (0.5 / t)           # (2Tr, out)
+    x2 = x.reshape(-1, fin)
+    y = torch.mm(torch.mm(x2, left), right) if bias is None else torch.addmm(bias, torch.mm(x2, left), right)
+    return y.reshape(*x.shape[:-1], y.shape[-1])

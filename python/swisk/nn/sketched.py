@@ -1,0 +1,104 @@
+"""Panther's SKLinear on swisk.ops.sketched_linear (two vendor GEMMs, no (T, batch, in) expansion):
+the same constructor, parameters (S1s, S2s, bias), buffers (U1s, U2s), initialisation and draw order,
+so a Panther state_dict loads and gives the same output; any sizes (no multiple-of-16 rule). With
+``seed=``, U1s and U2s are Rademacher operators regenerated from the seed on every forward
+(swisk.ops.sketch_matrix: the same on every device and thread count) instead of stored: the state_dict
+holds the seed, and the layer's memory is its learned factors."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+from torch.nn import init
+
+from .. import ops
+from .._ops.sketched import sketched_linear
+from ._checks import int_arg
+
+_MASK63 = (1 << 63) - 1
+
+
+def term_seed(seed: int, stream: int) -> int:
+    """A 63-bit seed for one operator of a layer (splitmix64 of seed and stream): layers whose seeds
+    differ share no operator."""
+    z = (seed + (stream + 1) * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & ((1 << 64) - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & ((1 << 64) - 1)
+    return (z ^ (z >> 31)) & _MASK63
+
+
+def _signs(rows: int, cols: int, dtype, device) -> torch.Tensor:
+    """Panther's scaled sign operator: ±1/√rows from torch.rand (the same draws as Panther's)."""
+    return torch.sign(torch.rand(rows, cols, dtype=dtype, device=device) - 0.5) * (1.0 / math.sqrt(rows))
+
+
+class SKLinear(torch.nn.Module):
+    """y = 1/(2T)·Σ_i (x·S1_i·U1_i + x·U2_i·S2_i) + bias with T = num_terms, rank r = low_rank.
+
+    Parameters ``S1s`` (T, in, r), ``S2s`` (T, r, out), ``bias`` (out); buffers ``U1s`` (T, r, out) and
+    ``U2s`` (T, in, r) — or, with ``seed``, the buffer ``seed`` and U1s/U2s regenerated per forward."""
+
+    WARNING_MSG_FC = ("The sketching layer uses more parameters than a fully connected layer. "
+                      "Consider reducing 'num_terms' or 'low_rank' for efficiency.")
+
+    def __init__(self, in_features, out_features, num_terms, low_rank, W_init=None, bias=True, dtype=None,
+                 device=None, seed=None):
+        name = "SKLinear"
+        fin = int_arg(name, "in_features", in_features, 1)
+        fout = int_arg(name, "out_features", out_features, 1)
+        t = int_arg(name, "num_terms", num_terms, 1)
+        r = int_arg(name, "low_rank", low_rank, 1)
+        if seed is not None:
+            seed = int_arg(name, "seed", seed, 0, _MASK63)
+        if 2 * t * r * (fout + fin) > fout * fin:
+            warnings.warn(self.WARNING_MSG_FC, category=UserWarning, stacklevel=2)
+        super().__init__()
+        self.in_features, self.out_features, self.num_terms, self.low_rank = fin, fout, t, r
+        kw = {"dtype": dtype, "device": device}
+        if seed is None:
+            self.register_buffer("U1s", torch.stack([_signs(r, fout, **kw) for _ in range(t)]).contiguous())
+            self.register_buffer("U2s", torch.stack([_signs(r, fin, **kw).T for _ in range(t)]).contiguous())
+        else:
+            self.register_buffer("seed", torch.tensor(seed, dtype=torch.int64, device=device))
+        u1, u2 = self.operators(dtype=dtype, device=device)
+        if W_init is None:
+            w = torch.empty(fin, fout, **kw)
+            init.kaiming_uniform_(w, a=math.sqrt(5))
+        else:
+            if not isinstance(W_init, torch.Tensor) or tuple(W_init.shape) != (fout, fin):
+                raise ValueError(f"[{name}] W_init: must be a ({fout}, {fin}) tensor (out, in), got "
+                                 f"{getattr(W_init, 'shape', type(W_init).__name__)}")
+            w = W_init.T.detach().clone().to(**{k: v for k, v in kw.items() if v is not None})
+        self.S1s = torch.nn.Parameter(torch.stack([w @ u1[i].T for i in range(t)]).contiguous())
+        self.S2s = torch.nn.Parameter(torch.stack([u2[i].T @ w for i in range(t)]).contiguous())
+        if bias:
+            self.bias = torch.nn.Parameter(torch.empty(fout, **kw))
+            fan_in, _ = init._calculate_fan_in_and_fan_out(w)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.register_parameter("bias", None)
+
+    def operators(self, dtype=None, device=None):
+        """(U1s, U2s): the stored buffers, or the Rademacher operators of the seed."""
+        if "seed" not in self._buffers:
+            return self.U1s, self.U2s
+        seed = int(self.seed)
+        dtype = dtype or (self.S1s.dtype if hasattr(self, "S1s") else torch.get_default_dtype())
+        device = device or self.seed.device
+        t, r = self.num_terms, self.low_rank
+        u1 = [ops.sketch_matrix("rademacher", r, self.out_features, term_seed(seed, 2 * i), dtype, device)
+              for i in range(t)]
+        u2 = [ops.sketch_matrix("rademacher", r, self.in_features, term_seed(seed, 2 * i + 1), dtype, device).T
+              for i in range(t)]
+        return torch.stack(u1), torch.stack(u2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        u1, u2 = self.operators(self.S1s.dtype, self.S1s.device)
+        return sketched_linear(x, self.S1s, self.S2s, u1, u2, self.bias)
+
+    def extra_repr(self) -> str:
+        seeded = f", seed={int(self.seed)}" if "seed" in self._buffers else ""
+        return (f"in_features={self.in_features}, out_features={self.out_features}, num_terms={self.num_terms}, "
+                f"low_rank={self.low_rank}, bias={self.bias is not None}{seeded}")

@@ -1,0 +1,155 @@
+"""sketched_linear (Panther's SKLinear math on two vendor GEMMs) and swisk.nn.SKLinear against Panther's
+formulation (swisk.reference.sketched_linear) and Panther's initialisation, draw by draw."""
+import math
+import warnings
+
+import pytest
+import torch
+
+import swisk
+from swisk import reference
+from swisk.compat.panther import SKLinear
+
+F64 = torch.float64
+
+
+def rel_err(a, b):
+    return ((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-30)).item()
+
+
+def make(rng, t, fin, fout, r, dtype=F64, bias=True):
+    g = lambda *s: torch.randn(*s, generator=rng, dtype=F64).to(dtype)  # noqa: E731
+    return [g(t, fin, r), g(t, r, fout), g(t, r, fout), g(t, fin, r), g(fout) if bias else None]
+
+
+@pytest.mark.parametrize("t,fin,fout,r,lead", [(1, 5, 3, 2, (4,)), (3, 17, 9, 5, (2, 3)), (8, 40, 24, 7, (33,))])
+@pytest.mark.parametrize("bias", [True, False])
+def test_forward_and_gradients_fp64(rng, t, fin, fout, r, lead, bias):
+    params = make(rng, t, fin, fout, r, bias=bias)
+    x = torch.randn(*lead, fin, generator=rng, dtype=F64, requires_grad=True)
+    leaves = [x] + [p if p is None else p.requires_grad_() for p in params]
+    y = swisk.ops.sketched_linear(*leaves)
+    want = reference.sketched_linear(*leaves)
+    assert y.shape == (*lead, fout) and rel_err(y, want) <= 1e-13
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    moving = [p for p in leaves if p is not None]
+    for a, b in zip(torch.autograd.grad(y, moving, go), torch.autograd.grad(want, moving, go)):
+        assert rel_err(a, b) <= 1e-12
+
+
+def test_known_answer():
+    """T = 1, r = 1, in = out = 1: y = (x·s1·u1 + x·u2·s2)/2 + b."""
+    one = lambda v: torch.tensor([[[v]]], dtype=F64)  # noqa: E731
+    y = swisk.ops.sketched_linear(torch.tensor([[2.0]], dtype=F64), one(3.0), one(5.0), one(7.0), one(11.0),
+                                  torch.tensor([0.5], dtype=F64))
+    assert y.item() == (2 * 3 * 7 + 2 * 11 * 5) / 2 + 0.5
+
+
+def test_gradcheck_gradgradcheck_jvp_vmap(rng):
+    params = [p.requires_grad_() for p in make(rng, 2, 4, 3, 2)]
+    x = torch.randn(3, 4, generator=rng, dtype=F64, requires_grad=True)
+    assert torch.autograd.gradcheck(swisk.ops.sketched_linear, (x, *params))
+    assert torch.autograd.gradgradcheck(swisk.ops.sketched_linear, (x, *params))
+    t = torch.randn(x.shape, generator=rng, dtype=F64)
+    _, jv = torch.func.jvp(lambda x: swisk.ops.sketched_linear(x, *params), (x,), (t,))
+    _, want = torch.func.jvp(lambda x: reference.sketched_linear(x, *params), (x,), (t,))
+    assert rel_err(jv, want) <= 1e-12
+    xs = torch.randn(5, 3, 4, generator=rng, dtype=F64)
+    got = torch.func.vmap(lambda x: swisk.ops.sketched_linear(x, *params))(xs)
+    assert rel_err(got, reference.sketched_linear(xs, *params)) <= 1e-12
+
+
+def test_fp32_and_bf16_error_bounds(rng):
+    params = make(rng, 4, 96, 48, 12)
+    x = torch.randn(64, 96, generator=rng, dtype=F64)
+    want = reference.sketched_linear(x, *params)
+    y32 = swisk.ops.sketched_linear(x.float(), *[p.float() for p in params])
+    assert y32.dtype == torch.float32 and rel_err(y32, want) <= 1e-5
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        yb = swisk.ops.sketched_linear(x.float(), *[p.float() for p in params])
+    assert yb.dtype == torch.bfloat16 and rel_err(yb, want) <= 1e-2
+
+
+def test_compile(rng):
+    params = make(rng, 2, 8, 6, 3, dtype=torch.float32)
+    x = torch.randn(5, 8, generator=rng)
+    f = torch.compile(swisk.ops.sketched_linear, fullgraph=True)
+    assert rel_err(f(x, *params), swisk.ops.sketched_linear(x, *params)) <= 1e-6
+
+
+def test_bad_inputs(rng):
+    s1, s2, u1, u2, b = make(rng, 2, 6, 4, 3)
+    x = torch.randn(2, 6, dtype=F64)
+    op = swisk.ops.sketched_linear
+    cases = [
+        (lambda: op(x[:, :5], s1, s2, u1, u2, b), ValueError, r"\[sketched_linear\] x"),
+        (lambda: op(x, s1, s2, u1[:, :2], u2, b), ValueError, r"\[sketched_linear\] U1s"),
+        (lambda: op(x, s1, s2[:1], u1, u2, b), ValueError, r"\[sketched_linear\] S2s"),
+        (lambda: op(x, s1, s2, u1, u2[0], b), ValueError, r"\[sketched_linear\] U2s"),
+        (lambda: op(x, s1, s2, u1, u2, b[:3]), ValueError, r"\[sketched_linear\] bias"),
+        (lambda: op(x.float(), s1, s2, u1, u2, b), TypeError, r"\[sketched_linear\] S1s"),
+        (lambda: op(x, s1.int(), s2, u1, u2, b), TypeError, r"\[sketched_linear\] S1s"),
+        (lambda: op(x, "S1s", s2, u1, u2, b), TypeError, r"\[sketched_linear\] S1s"),
+    ]
+    for call, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            call()
+
+
+def _panther_init(seed, fin, fout, t, r, bias=True):
+    """Panther's SKLinear initialisation, draw by draw: U1s (T draws of rand(r, out)), U2s (T draws of
+    rand(r, in), transposed), W (in, out) kaiming-uniform (a = sqrt 5), S1s = W·U1ᵀ, S2s = U2ᵀ·W, bias
+    uniform(±1/sqrt(out)) (fan-in of the (in, out) W)."""
+    torch.manual_seed(seed)
+    sign = lambda m, n: torch.sign(torch.rand(m, n) - 0.5) / math.sqrt(m)  # noqa: E731
+    u1 = torch.stack([sign(r, fout) for _ in range(t)])
+    u2 = torch.stack([sign(r, fin).T for _ in range(t)])
+    w = torch.empty(fin, fout)
+    torch.nn.init.kaiming_uniform_(w, a=math.sqrt(5))
+    out = {"U1s": u1, "U2s": u2, "S1s": torch.stack([w @ u1[i].T for i in range(t)]),
+           "S2s": torch.stack([u2[i].T @ w for i in range(t)])}
+    if bias:
+        out["bias"] = torch.empty(fout).uniform_(-1 / math.sqrt(fout), 1 / math.sqrt(fout))
+    return out
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_initialisation_and_names_as_panther(bias):
+    want = _panther_init(7, 30, 20, 2, 3, bias)
+    torch.manual_seed(7)
+    layer = SKLinear(30, 20, 2, 3, bias=bias)
+    sd = layer.state_dict()
+    assert set(sd) == set(want)
+    for k, v in want.items():
+        torch.testing.assert_close(sd[k], v, rtol=0, atol=0)
+    assert layer.U1s.abs().unique().tolist() == [pytest.approx(1 / math.sqrt(3))]
+
+
+def test_layer_forward_state_dict_and_w_init(rng):
+    torch.manual_seed(3)
+    a = SKLinear(33, 17, 3, 4, dtype=F64)
+    x = torch.randn(5, 2, 33, generator=rng, dtype=F64)
+    want = reference.sketched_linear(x, a.S1s, a.S2s, a.U1s, a.U2s, a.bias)
+    assert rel_err(a(x), want) <= 1e-13
+    b = SKLinear(33, 17, 3, 4, dtype=F64)
+    b.load_state_dict(a.state_dict())
+    assert torch.equal(a(x), b(x))
+    w = torch.randn(17, 33, generator=rng, dtype=F64)
+    c = SKLinear(33, 17, 2, 4, W_init=w, dtype=F64)
+    torch.testing.assert_close(c.S1s[1], w.T @ c.U1s[1].T)
+    with pytest.warns(UserWarning, match="more parameters than a fully connected layer"):
+        SKLinear(8, 8, 2, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SKLinear(64, 64, 1, 4)
+
+
+def test_layer_bad_arguments():
+    with pytest.raises(ValueError, match=r"\[SKLinear\] low_rank"):
+        SKLinear(8, 8, 1, 0)
+    with pytest.raises(TypeError, match=r"\[SKLinear\] num_terms"):
+        SKLinear(8, 8, 1.5, 2)
+    with pytest.raises(ValueError, match=r"\[SKLinear\] W_init"):
+        SKLinear(8, 6, 1, 2, W_init=torch.randn(8, 6))
+    with pytest.raises(ValueError, match=r"\[SKLinear\] seed"):
+        SKLinear(8, 8, 1, 2, seed=-1)
