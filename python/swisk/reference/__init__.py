@@ -4,6 +4,7 @@ from .spline import (KAN, KANLinear, bspline_basis, curve2coeff, kan_contract, k
                      kan_regularization_loss, kan_update_grid, silu_derivative)
 from .conv import kan_conv
 from .wavelet import WAVELETS, wavelet, wavelet_kan
+from . import sketch  # noqa: F401  (the module: sketch.sketch_matrix, sketch.sketch, ...)
 
 __all__ = ["bspline_basis", "kan_expand", "kan_contract", "silu_derivative", "kan_linear", "kan_grid", "curve2coeff", "kan_update_grid", "kan_regularization_loss",
-           "KANLinear", "KAN", "kan_conv", "wavelet", "wavelet_kan", "WAVELETS"]
+           "KANLinear", "KAN", "kan_conv", "wavelet", "wavelet_kan", "WAVELETS", "sketch"]
