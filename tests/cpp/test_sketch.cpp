@@ -57,6 +57,15 @@ TEST(Sketch, PhiloxKnownAnswers) {
   EXPECT_EQ(sk_mulhi(0xffffffffu, 0xffffffffu), 0xfffffffeu);
 }
 
+// The first vector through every backend: Gaussian entry (0, 0) under seed 0 draws counter (0, 0, 0, 0)
+// with key (0, 0), so it is Box-Muller of the known words 6627e8d5 and e169c58d (k = 1: unit scale).
+TEST(Sketch, KnownAnswerThroughEveryBackend) {
+  const float u1 = float((0x6627e8d5u >> 8) + 1) * 0x1p-24f, u2 = float((0xe169c58du >> 8) + 1) * 0x1p-24f;
+  const float want = sk_sqrt(-2.0f * sk_log(u1)) * sk_cospi(2.0f * u2);
+  EXPECT_NEAR(want, 0.991138, 1e-5);  // by hand: sqrt(-2 ln 0.39904648) cos(2 pi 0.88052022)
+  for (Backend be : kHost) EXPECT_EQ(tile<float>(be, "gaussian", 1, 1, 0, 1, 0, 1, 3, 0)[0], want);
+}
+
 // Every backend's Rademacher entry is the sign the generator gives for (column, row, 1, 0) under the
 // seed's two key words: the generator runs through cpu, cuda-emu and metal-emu.
 TEST(Sketch, RademacherSignsAreThePhiloxBits) {
