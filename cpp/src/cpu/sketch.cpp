@@ -1,12 +1,46 @@
 // CPU sketch generation: the kernel header's entry functions over rows (dense kinds) or columns
 // (sparse-sign). Every value is a pure function of (seed, row, column), so the result does not depend
 // on the thread count. fp64 tiles hold the fp32 values widened exactly (the same operator in every dtype).
+// Dense rows go in blocks of columns: Philox's words in a vectorised integer loop (an AVX2 clone),
+// then the entries from them with the header's fp32 math.
 #include "swisk/ops/sketch.h"
+
+#include <algorithm>
 
 #include "dtype_dispatch.h"
 #include "parallel.h"
 
 namespace swisk::cpu {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
+#define SK_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define SK_CLONES
+#endif
+
+constexpr sk_u32 kBlock = 256;
+
+// The first two words of the draws of columns c .. c + nb of `row` (integer math only).
+SK_CLONES static void draw_block(const SketchParams& p, sk_u32 row, sk_u32 c, sk_u32 nb, sk_u32* w0, sk_u32* w1) {
+  for (sk_u32 j = 0; j < nb; ++j) {
+    const SkU4 r = sk_sketch_draw(p, c + j, row);
+    w0[j] = r.x;
+    w1[j] = r.y;
+  }
+}
+
+template <int K, typename T>
+static void dense_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
+  sk_u32 w0[kBlock], w1[kBlock];
+  for (int64_t r = lo; r < hi; ++r) {
+    T* dst = out + r * int64_t(p.cols);
+    for (sk_u32 c = 0; c < p.cols; c += kBlock) {
+      const sk_u32 nb = std::min(kBlock, p.cols - c);
+      draw_block(p, p.r0 + sk_u32(r), p.c0 + c, nb, w0, w1);
+      for (sk_u32 j = 0; j < nb; ++j) dst[c + j] = T(sketch_dense_value<K>(p, w0[j], w1[j]));
+    }
+  }
+}
 
 static void generate(const SketchMatrixArgs& a) {
   const SketchParams p = sketch_params(a);
@@ -23,12 +57,7 @@ static void generate(const SketchMatrixArgs& a) {
         });
       } else {
         const int64_t grain = p.cols >= 4096 ? 1 : (4096 + p.cols - 1) / p.cols;
-        parallel_for(p.rows, grain, [&](int64_t lo, int64_t hi) {
-          for (int64_t r = lo; r < hi; ++r) {
-            T* dst = out + r * int64_t(p.cols);
-            for (sk_u32 c = 0; c < p.cols; ++c) dst[c] = T(sketch_dense_entry<K>(p, p.r0 + sk_u32(r), p.c0 + c));
-          }
-        });
+        parallel_for(p.rows, grain, [&](int64_t lo, int64_t hi) { dense_rows<K, T>(p, lo, hi, out); });
       }
     });
   });

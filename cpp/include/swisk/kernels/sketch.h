@@ -72,16 +72,22 @@ SWISK_HD SkU4 sk_sketch_draw(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 wor
 // A uniform in (0, 1]: the top 24 bits plus one, times 2^-24 (exact in fp32).
 SWISK_FN float sk_unit_open0(sk_u32 u) { return float((u >> 8) + 1u) * 5.9604644775390625e-8f; }
 
-// Entry (row, col) of a dense kind, in fp32. Gaussian: Box-Muller sqrt(-2 ln u1) cos(2 pi u2) from the
-// first two words; Rademacher: the sign is the first word's top bit.
+// A dense kind's entry, in fp32, from the first two words of its draw. Gaussian: Box-Muller
+// sqrt(-2 ln u1) cos(2 pi u2); Rademacher: the sign is the first word's top bit.
+template <int K>
+SWISK_FN float sketch_dense_value(SWISK_CONST SketchParams& p, sk_u32 w0, sk_u32 w1) {
+  if (K == SK_SKETCH_gaussian) {
+    const float u1 = sk_unit_open0(w0), u2 = sk_unit_open0(w1);
+    return sk_sqrt(-2.0f * sk_log(u1)) * sk_cospi(2.0f * u2) * p.scale;
+  }
+  return (w0 >> 31) ? -p.scale : p.scale;
+}
+
+// Entry (row, col) of a dense kind: counter (col, row, kind, 0).
 template <int K>
 SWISK_FN float sketch_dense_entry(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 col) {
   const SkU4 r = sk_sketch_draw(p, col, row);
-  if (K == SK_SKETCH_gaussian) {
-    const float u1 = sk_unit_open0(r.x), u2 = sk_unit_open0(r.y);
-    return sk_sqrt(-2.0f * sk_log(u1)) * sk_cospi(2.0f * u2) * p.scale;
-  }
-  return (r.x >> 31) ? -p.scale : p.scale;
+  return sketch_dense_value<K>(p, r.x, r.y);
 }
 
 // Sparse-sign column col: nnz distinct rows by Floyd's sampling (step m draws t uniform in [0, j],
