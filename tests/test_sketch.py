@@ -118,6 +118,19 @@ def test_sketch_matches_x_times_st(backend, rng, kind, dtype):
     torch.testing.assert_close(y.cpu(), x @ S.T, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_non_contiguous_and_empty(backend, rng, dtype):
+    dev = testing.device_of(backend)
+    x = torch.randn(40, 6, generator=rng)
+    for kind in KINDS:
+        S = swisk.ops.sketch_matrix(kind, 5, 40, 17, dtype, dev, nnz=2)
+        y = swisk.ops.sketch(x.to(dev, dtype).T, kind, 5, 17, nnz=2)  # non-contiguous (6, 40)
+        assert y.dtype == dtype and y.shape == (6, 5)
+        torch.testing.assert_close(y.cpu().float(), x.T @ S.cpu().float().T, rtol=2e-2, atol=3e-2)
+        empty = swisk.ops.sketch(torch.zeros(0, 3, 40, dtype=dtype, device=dev), kind, 5, 17, nnz=2)
+        assert empty.shape == (0, 3, 5)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_column_tiles_are_bounded(monkeypatch, rng, kind):
     """A small workspace: S comes in many column tiles, none past the workspace; same result."""
@@ -235,6 +248,8 @@ def test_bad_inputs(backend):
     bad(ValueError, r"\[sketch\] kind: unknown sketch 'haar'", sk, x, "haar", 4, 1)
     bad(TypeError, r"\[sketch\] kind: expected a str", sk, x, 3, 4, 1)
     bad(ValueError, r"\[sketch\] k: must be in \[1", sk, x, "gaussian", 0, 1)
+    bad(ValueError, r"\[sketch\] k: must be in \[1, 2\^31\), got 1180591620717411303424", sk, x, "gaussian", 2**70, 1)
+    bad(ValueError, r"\[sketch_matrix\] n: must be in \[1", sm, "gaussian", 4, 1 << 31, 1)
     bad(TypeError, r"\[sketch\] k: expected an int", sk, x, "gaussian", 2.0, 1)
     bad(ValueError, r"\[sketch\] seed: must be a non-negative int below 2\^63", sk, x, "gaussian", 4, -1)
     bad(ValueError, r"\[sketch\] seed: must be a non-negative", sk, x, "gaussian", 4, 1 << 63)

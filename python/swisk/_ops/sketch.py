@@ -23,6 +23,9 @@ def _check_args(op: str, kind, k, seed, nnz, n=None) -> None:
     for name, v in (("k", k), ("seed", seed), ("nnz", nnz)) + ((("n", n),) if n is not None else ()):
         if not isinstance(v, int) or isinstance(v, bool):
             raise TypeError(f"[{op}] {name}: expected an int, got {type(v).__name__}")
+        if name != "seed" and not 1 <= v < 1 << 31:  # C++ checks nnz against k; here the schema's range
+            if name != "nnz" or not -(1 << 63) <= v < 1 << 63:
+                raise ValueError(f"[{op}] {name}: must be in [1, 2^31), got {v}")
     if not 0 <= seed < _SEED_END:
         raise ValueError(f"[{op}] seed: must be a non-negative int below 2^63, got {seed}")
 
