@@ -106,6 +106,7 @@ def _metal_cases(rng):
         (wavelet.WAVELET_KAN_BACKWARD, [x, s, t, bw, gy], ("meyer",)),
         (sketch.SKETCH_MATRIX, [torch.empty(0)], ("gaussian", 7, 300, 5, 1, 6, 2, 290, 3)),
         (sketch.SKETCH_MATRIX, [torch.empty(0)], ("sparse_sign", 7, 300, 5, 1, 6, 2, 290, 3)),
+        (sketch.FWHT, [torch.randn(3, 16384, generator=rng)], (0.5,)),  # the shared pass, then two stages
     ]
 
 

@@ -100,6 +100,44 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
   return c;
 }
 
+std::vector<FwhtParams> fwht_passes(const FwhtArgs& a) {
+  FwhtParams p{};
+  p.n = sk_u32(a.x.size(-1));
+  p.rows = p.n == 0 ? 0 : sk_u32(a.x.numel() / p.n);
+  p.chunk = p.n < SWISK_FWHT_CHUNK ? p.n : SWISK_FWHT_CHUNK;
+  p.h = 0;
+  p.scale = p.n <= p.chunk ? float(a.scale) : 1.0f;
+  std::vector<FwhtParams> passes{p};
+  for (sk_u32 h = p.chunk; h < p.n; h <<= 1) {
+    p.h = h;
+    p.scale = 2 * sk_u64(h) == p.n ? float(a.scale) : 1.0f;
+    passes.push_back(p);
+  }
+  return passes;
+}
+
+std::unique_ptr<PreparedCall> fwht_prepare(const FwhtArgs& a, Backend b) {
+  const char* op = "fwht";
+  check_float(op, "x", a.x);
+  check_min_ndim(op, "x", a.x, 1, "(..., n)");
+  check_backend(op, "x", a.x, b);
+  const int64_t n = a.x.size(-1);
+  SWISK_CHECK(n >= 1 && n < kMaxDim && (n & (n - 1)) == 0, value, op, "x",
+              "the last dimension must be a power of two below 2^31, got ", n);
+  SWISK_CHECK(a.x.numel() / n < (int64_t(1) << 32), value, op, "x", "at most 2^32 rows are supported");
+  SWISK_CHECK(std::isfinite(a.scale), value, op, "scale", "must be finite, got ", a.scale);
+  if (a.x.numel() > 0) check_contiguous(op, "x", a.x);
+  auto c = make_call(op, a, b);
+  c->outputs = {std::vector<int64_t>(a.x.shape, a.x.shape + a.x.ndim)};
+  c->zero_outputs = {0};
+  return c;
+}
+
+void fwht(const FwhtArgs& a) {
+  auto c = fwht_prepare(a, a.launch.backend);
+  run_prepared(*c, "fwht", {&a.x, &a.out});
+}
+
 void sketch_matrix(const SketchMatrixArgs& a) {
   auto c = sketch_matrix_prepare(a, a.launch.backend);
   run_prepared(*c, "sketch_matrix", {&a.x, &a.out});

@@ -30,6 +30,12 @@ void bind_sketch(nb::module_& m) {
     a.n = n, a.seed = seed, a.nnz = nnz, a.transpose = true;
     return sketch_prepare(a, backend_from_name(backend));
   });
+  m.def("fwht_prepare", [](nb::handle x, double scale, const std::string& backend) {
+    FwhtArgs a;
+    a.x = view(x);
+    a.scale = scale;
+    return fwht_prepare(a, backend_from_name(backend));
+  });
   m.def("sketch_names", [] { return std::string(sketch_names()); });
   m.def("sketch_max_nnz", [] { return int(SWISK_SKETCH_MAX_NNZ); });
 }

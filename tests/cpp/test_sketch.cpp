@@ -164,3 +164,31 @@ TEST(Sketch, BadArguments) {
   EXPECT_THROW_MSG(tile<double>(Backend::cuda_emu, "gaussian", 4, 4, 0, 4, 0, 4), Error, "float64 is not supported");
   EXPECT_EQ(sketch_id("sketch", "sparse_sign"), SK_SKETCH_sparse_sign);
 }
+
+// FWHT of a unit vector e_j is column j of the Sylvester matrix, H[i][j] = (-1)^popcount(i & j), scaled:
+// on every backend, within one shared chunk and past it (global stages).
+TEST(Sketch, FwhtOfUnitVectors) {
+  for (int64_t n : {1, 8, 8192}) {
+    for (Backend be : kHost) {
+      const int64_t j = n / 2 + n / 8;  // a few bits set
+      std::vector<float> x(size_t(2 * n), 0.0f), y(size_t(2 * n), 7.0f);
+      x[size_t(j)] = 1.0f;
+      x[size_t(n + 1 % n)] = 1.0f;  // second row: e_1 (e_0 when n = 1)
+      FwhtArgs a;
+      a.x = make_view(x, {2, n});
+      a.out = make_view(y, {2, n});
+      a.scale = 0.5;
+      a.launch.backend = be;
+      fwht(a);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(y[size_t(i)], __builtin_popcountll(uint64_t(i & j)) % 2 ? -0.5f : 0.5f);
+        EXPECT_EQ(y[size_t(n + i)], __builtin_popcountll(uint64_t(i & (1 % n))) % 2 ? -0.5f : 0.5f);
+      }
+    }
+  }
+  std::vector<float> x(6), y(6);
+  FwhtArgs a;
+  a.x = make_view(x, {2, 3});
+  a.out = make_view(y, {2, 3});
+  EXPECT_THROW_MSG(fwht(a), Error, "[fwht] x: the last dimension must be a power of two below 2^31, got 3");
+}

@@ -6,6 +6,7 @@
 #include "swisk/ops/sketch.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "dtype_dispatch.h"
 #include "parallel.h"
@@ -63,6 +64,35 @@ static void generate(const SketchMatrixArgs& a) {
   });
 }
 
-void register_sketch(Registry& r) { r.add<SketchMatrixArgs>("sketch_matrix", Backend::cpu, &generate); }
+// FWHT: each row in the accumulator type (fp32, fp64 for fp64), butterflies in place, then the scale.
+static void fwht(const FwhtArgs& a) {
+  const int64_t n = a.x.size(-1), rows = n ? a.x.numel() / n : 0;
+  dispatch_float<true>(a.x.dtype, "fwht", [&](auto tag) {
+    using T = decltype(tag);
+    using A = typename sk_acc<T>::type;
+    const T* x = a.x.ptr<const T>();
+    T* out = a.out.ptr<T>();
+    const A scale = A(a.scale);
+    parallel_for(rows, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
+      std::vector<A> buf(n);
+      for (int64_t r = lo; r < hi; ++r) {
+        for (int64_t i = 0; i < n; ++i) buf[i] = A(float_of(x[r * n + i]));
+        for (int64_t h = 1; h < n; h <<= 1)
+          for (int64_t i0 = 0; i0 < n; i0 += 2 * h)
+            for (int64_t i = i0; i < i0 + h; ++i) {
+              const A u = buf[i], v = buf[i + h];
+              buf[i] = u + v;
+              buf[i + h] = u - v;
+            }
+        for (int64_t i = 0; i < n; ++i) out[r * n + i] = T(buf[i] * scale);
+      }
+    });
+  });
+}
+
+void register_sketch(Registry& r) {
+  r.add<SketchMatrixArgs>("sketch_matrix", Backend::cpu, &generate);
+  r.add<FwhtArgs>("fwht", Backend::cpu, &fwht);
+}
 
 }  // namespace swisk::cpu

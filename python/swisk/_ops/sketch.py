@@ -110,12 +110,41 @@ SKETCH_TRANSPOSE = OpSpec(
     backward=_transpose_backward, reference=ref.sketch_transpose, row_outputs=("out",),
     fake_shapes=lambda g, kind, n, seed, nnz: [(*g.shape[:-1], n)])
 
+def _fwht_backward(need, saved, scalars, grads):
+    return (invoke(fwht_op, grads[0], *scalars) if need[0] else None,)  # H is symmetric
+
+
+FWHT = OpSpec(
+    name="fwht", inputs=("x",), scalars=(("scale", float),), outputs=("out",), prepare=_C.fwht_prepare,
+    backward=_fwht_backward, reference=ref.fwht, row_outputs=("out",), fake_shapes=lambda x, scale: [tuple(x.shape)])
+
 sketch_matrix_op = define(SKETCH_MATRIX)
 sketch_op = define(SKETCH)
 sketch_transpose_op = define(SKETCH_TRANSPOSE)
+fwht_op = define(FWHT)
+FWHT.jvp = _linear_jvp(fwht_op)
 SKETCH.jvp = _linear_jvp(sketch_op)
 SKETCH_TRANSPOSE.jvp = _linear_jvp(sketch_transpose_op)
 _sketch = wrapper(SKETCH, sketch_op)
+_fwht = wrapper(FWHT, fwht_op)
+
+
+def fwht(x, scale=None):
+    """Fast Walsh-Hadamard transform along the last dimension: scale * H_n x, n a power of two, H_n the
+    Sylvester +-1 matrix (natural order). scale: None for 1 (pass n ** -0.5 for the orthonormal
+    transform, its own inverse). fp32 accumulation (fp64 for fp64); on GPUs rows longer than 4096 go
+    through global memory in the input's dtype between stages. Differentiable (the gradient is the
+    transform of the gradient, H being symmetric), forward mode included.
+
+    Raises:
+        TypeError / ValueError naming the argument for a wrong x, a length that is not a power of two,
+        or a non-finite scale.
+    """
+    if scale is None:
+        scale = 1.0
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"[fwht] scale: expected a float or None, got {type(scale).__name__}")
+    return _fwht(x, float(scale))
 
 
 def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, device="cpu", nnz: int = 8):

@@ -99,3 +99,25 @@ def sketch_transpose(g: torch.Tensor, kind: str, n: int, seed: int, nnz: int = 8
     """g (..., k) -> g S (..., n): sketch's transpose (its vector-Jacobian product)."""
     S = sketch_matrix(kind, g.shape[-1], n, seed, g.dtype, g.device, nnz)
     return g @ S
+
+
+def fwht(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """scale * H_n x along the last dimension (H_n the Sylvester +-1 Hadamard matrix, n a power of two):
+    the butterflies (a, b) -> (a + b, a - b) at distances 1, 2, ..., n/2."""
+    n = x.shape[-1]
+    y = x
+    h = 1
+    while h < n:
+        y = y.reshape(*x.shape[:-1], n // (2 * h), 2, h)
+        a, b = y[..., 0, :], y[..., 1, :]
+        y = torch.stack((a + b, a - b), dim=-2).reshape(x.shape)
+        h *= 2
+    return y * scale
+
+
+def hadamard(n: int, dtype=torch.float64) -> torch.Tensor:
+    """H_n by Sylvester's construction (H_1 = [1], H_2n = [[H, H], [H, -H]])."""
+    h = torch.ones(1, 1, dtype=dtype)
+    while h.shape[0] < n:
+        h = torch.cat((torch.cat((h, h), 1), torch.cat((h, -h), 1)), 0)
+    return h

@@ -134,3 +134,67 @@ SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GL
     }
   }
 }
+
+// ---- Fast Walsh-Hadamard transform: y = scale * H_n x along the last dimension (n a power of two, H_n
+// the Sylvester +-1 matrix), butterflies (a, b) -> (a + b, a - b) over distances h = 1, 2, ..., n/2.
+// GPUs: one block per chunk of SWISK_FWHT_CHUNK values (a whole row when n is at most that) runs the
+// stages h < chunk in shared memory (fp32); rows longer than a chunk then take one grid-stride
+// launch per remaining stage, in place. The scale is applied once, by the last pass.
+#define SWISK_FWHT_THREADS 256
+#define SWISK_FWHT_CHUNK_LOG2 12
+#define SWISK_FWHT_CHUNK (1 << SWISK_FWHT_CHUNK_LOG2)
+
+struct FwhtParams {
+  sk_u32 rows, n;  // x is (rows, n)
+  sk_u32 chunk;    // values per block of the shared pass: min(n, SWISK_FWHT_CHUNK)
+  sk_u32 h;        // the global pass's butterfly distance
+  float scale;     // applied by the last pass (1 elsewhere)
+  sk_u32 pad;
+};
+
+SWISK_HD sk_u64 fwht_chunks(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * (p.n / p.chunk); }
+SWISK_HD SkGrid fwht_shared_grid(SWISK_CONST FwhtParams& p) {
+  return sk_tile_grid(fwht_chunks(p) > 65535 ? 65535 : fwht_chunks(p), 1);
+}
+SWISK_HD sk_u64 fwht_pairs(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * (p.n / 2); }
+SWISK_HD SkGrid fwht_stage_grid(SWISK_CONST FwhtParams& p) {
+  const sk_u64 blocks = sk_tiles(fwht_pairs(p), SWISK_FWHT_THREADS);
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
+}
+
+#if defined(SWISK_BARRIER)
+// Shared pass: chunks of p.chunk values, stages h < chunk, buf the block's SWISK_FWHT_CHUNK floats.
+template <typename T>
+SWISK_FN void fwht_shared_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL T* out,
+                               SWISK_TG float* buf) {
+  for (sk_u64 c = id.bx; c < fwht_chunks(p); c += id.gdx) {
+    const sk_u64 base = c * p.chunk;
+    for (sk_u32 i = id.tx; i < p.chunk; i += id.bdx) buf[i] = float(x[base + i]);
+    SWISK_BARRIER();
+    for (sk_u32 h = 1; h < p.chunk; h <<= 1) {
+      for (sk_u32 b = id.tx; b < p.chunk / 2; b += id.bdx) {
+        const sk_u32 i = (b / h) * 2 * h + b % h;
+        const float u = buf[i], v = buf[i + h];
+        buf[i] = u + v;
+        buf[i + h] = u - v;
+      }
+      SWISK_BARRIER();
+    }
+    for (sk_u32 i = id.tx; i < p.chunk; i += id.bdx) out[base + i] = T(buf[i] * p.scale);
+    SWISK_BARRIER();
+  }
+}
+#endif
+
+// Global pass: the butterflies of distance p.h (>= chunk), in place.
+template <typename T>
+SWISK_FN void fwht_stage_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL T* out) {
+  const sk_u64 stride = sk_u64(id.gdx) * id.bdx, half = p.n / 2;
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < fwht_pairs(p); e += stride) {
+    const sk_u64 row = e / half, b = e % half;
+    const sk_u64 i = row * p.n + (b / p.h) * 2 * p.h + b % p.h;
+    const float u = float(out[i]), v = float(out[i + p.h]);
+    out[i] = T((u + v) * p.scale);
+    out[i + p.h] = T((u - v) * p.scale);
+  }
+}

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "swisk/kernels/sketch.h"
 #include "swisk/call.h"
@@ -37,6 +38,17 @@ struct SketchArgs {
   static constexpr TensorView A::* kTensors[] = {&A::x, &A::out};
 };
 
+// x (..., n) -> out = scale * H_n x along the last dimension, n a power of two.
+struct FwhtArgs {
+  TensorView x, out;
+  double scale = 1;
+  Launch launch;
+  static constexpr int kInputs = 1;
+  static constexpr bool kWork = false;
+  using A = FwhtArgs;
+  static constexpr TensorView A::* kTensors[] = {&A::x, &A::out};
+};
+
 // "gaussian, rademacher, sparse_sign" (id order, from SWISK_SKETCHES).
 const char* sketch_names();
 const char* sketch_name(int id);
@@ -45,12 +57,17 @@ int sketch_id(const char* op, const std::string& name);
 
 std::unique_ptr<PreparedCall> sketch_matrix_prepare(const SketchMatrixArgs& inputs, Backend b);
 std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& inputs, Backend b);
+std::unique_ptr<PreparedCall> fwht_prepare(const FwhtArgs& inputs, Backend b);
 
 // For C++ callers holding their own output: prepare on args.launch.backend, check it, run.
 void sketch_matrix(const SketchMatrixArgs& args);
+void fwht(const FwhtArgs& args);
 
 // The kernel parameters of a validated tile request.
 SketchParams sketch_params(const SketchMatrixArgs& a);
+// The GPU passes of a validated transform: the shared pass's parameters (h = 0), then one per global
+// stage h = chunk, 2 chunk, ..., n/2; the scale sits in the last.
+std::vector<FwhtParams> fwht_passes(const FwhtArgs& a);
 
 // Calls f(std::integral_constant<int, K>{}) for the kind id K (kernels take it as a template).
 template <class F>
