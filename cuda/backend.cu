@@ -9,6 +9,7 @@ namespace cuda_backend {
 void register_bspline(Registry& r, Backend b);
 void register_kan(Registry& r, Backend b);
 void register_wavelet(Registry& r, Backend b);
+void register_sketch(Registry& r, Backend b);
 
 namespace {
 
@@ -67,6 +68,7 @@ void register_cuda_backend(Registry& r) {
   cuda_backend::register_bspline(r, Backend::cuda);
   cuda_backend::register_kan(r, Backend::cuda);
   cuda_backend::register_wavelet(r, Backend::cuda);
+  cuda_backend::register_sketch(r, Backend::cuda);
 }
 
 bool cuda_compiled() { return true; }

@@ -6,11 +6,13 @@ namespace metal {
 void register_bspline(Registry& r, Backend b);
 void register_kan(Registry& r, Backend b);
 void register_wavelet(Registry& r, Backend b);
+void register_sketch(Registry& r, Backend b);
 
 static void register_all(Registry& r, Backend b) {
   register_bspline(r, b);
   register_kan(r, b);
   register_wavelet(r, b);
+  register_sketch(r, b);
 }
 }  // namespace metal
 

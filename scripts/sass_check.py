@@ -31,6 +31,8 @@ BLOCK_THREADS = [
     ("kan_", 256),  # SWISK_KAN_TILE x SWISK_KAN_TILE
     ("wavelet_kan_", 256),  # SWISK_WAV_THREADS (also its __launch_bounds__)
     ("bspline_", 256),
+    ("sketch_", 128),  # SWISK_SKETCH_THREADS
+    ("fwht_", 256),  # SWISK_FWHT_THREADS
 ]
 
 # sm_90 per-SM limits (CUDA occupancy calculator figures).

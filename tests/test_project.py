@@ -90,7 +90,7 @@ def _metal_cases(rng):
     x, gy = torch.randn(9, 5, generator=rng), torch.randn(9, 3, generator=rng)
     bw, sw, sc = torch.randn(3, 5, generator=rng), torch.randn(3, 5, 8, generator=rng), torch.randn(3, 5, generator=rng)
     s, t = torch.rand(3, 5, generator=rng) + 0.5, torch.randn(3, 5, generator=rng)
-    from swisk._ops import spline, wavelet
+    from swisk._ops import sketch, spline, wavelet
 
     return [
         (spline.BASIS, [x, grid], (3, 1)),
@@ -104,6 +104,9 @@ def _metal_cases(rng):
         (spline.KAN_LINEAR_BACKWARD, [x, grid, None, sw, None, gy], (3, False)),
         (wavelet.WAVELET_KAN, [x, s, t, bw], ("morlet",)),
         (wavelet.WAVELET_KAN_BACKWARD, [x, s, t, bw, gy], ("meyer",)),
+        (sketch.SKETCH_MATRIX, [torch.empty(0)], ("gaussian", 7, 300, 5, 1, 6, 2, 290, 3)),
+        (sketch.SKETCH_MATRIX, [torch.empty(0)], ("sparse_sign", 7, 300, 5, 1, 6, 2, 290, 3)),
+        (sketch.FWHT, [torch.randn(3, 16384, generator=rng)], (0.5,)),  # the shared pass, then two stages
     ]
 
 
@@ -117,7 +120,8 @@ def test_metal_glue_binds_the_right_tensors(monkeypatch, rng):
     for spec, inputs, scalars in _metal_cases(rng):
         before = [None if t is None else t.clone() for t in inputs]
         call = spec.prepare(*map(_as_mps, inputs), *scalars, "mps")
-        outs = [torch.full(shape, float("nan")) for shape in call.outputs]
+        outs = [torch.zeros(shape) if zero else torch.full(shape, float("nan"))  # zero-filled as _run does
+                for shape, zero in zip(call.outputs, call.zero_outputs)]
         work = [torch.full((call.work,), float("nan"))] if call.has_work else []
         tensors = inputs + outs + work
         dispatches = call.launch([0 if t is None else t.data_ptr() for t in tensors], 0)

@@ -23,5 +23,6 @@ TensorView view_or_none(nb::handle h);
 void bind_spline(nb::module_& m);
 void bind_wavelet(nb::module_& m);
 void bind_conv(nb::module_& m);
+void bind_sketch(nb::module_& m);
 
 }  // namespace swisk::bind

@@ -133,4 +133,5 @@ NB_MODULE(_C, m) {
   bind::bind_spline(m);
   bind::bind_wavelet(m);
   bind::bind_conv(m);
+  bind::bind_sketch(m);
 }

@@ -6,12 +6,14 @@ namespace cpu {
 void register_bspline(Registry& r);
 void register_kan(Registry& r);
 void register_wavelet(Registry& r);
+void register_sketch(Registry& r);
 }
 
 void register_cpu_backend(Registry& r) {
   cpu::register_bspline(r);
   cpu::register_kan(r);
   cpu::register_wavelet(r);
+  cpu::register_sketch(r);
 }
 
 }  // namespace swisk

@@ -30,6 +30,7 @@ inline uint3 gdim() { return emu::metal_coord(emu::coords().grid_dim); }
 
 #include "emu/metal_bspline.h"
 #include "emu/metal_kan.h"
+#include "emu/metal_sketch.h"
 #include "emu/metal_wavelet.h"
 
 struct KernelEntry {
@@ -39,6 +40,7 @@ struct KernelEntry {
 const KernelEntry kKernels[] = {
     SWISK_METAL_BSPLINE_KERNELS,
     SWISK_METAL_KAN_KERNELS,
+    SWISK_METAL_SKETCH_KERNELS  // one entry per (kind, dtype), each with its comma
     SWISK_METAL_WAVELET_KERNELS  // one entry per (pass, wavelet, dtype), each with its comma
 };
 

@@ -45,6 +45,7 @@ inline bool isinf(float x) { return std::isinf(x); }
 namespace precise {
 inline float exp(float x) { return std::exp(x); }
 inline float exp2(float x) { return std::exp2(x); }
+inline float log(float x) { return std::log(x); }
 inline float sinpi(float x) { return float(std::sin(3.14159265358979323846 * double(x))); }
 inline float cospi(float x) { return float(std::cos(3.14159265358979323846 * double(x))); }
 inline float cos(float x) { return std::cos(x); }

@@ -2,3 +2,4 @@
 from . import spline  # noqa: F401
 from . import wavelet  # noqa: F401
 from . import conv  # noqa: F401
+from . import sketch  # noqa: F401

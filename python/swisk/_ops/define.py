@@ -38,6 +38,8 @@ class OpSpec:
     derivatives: Optional[Callable] = None  # differentiable formulation for what the kernels lack
                                             # (default: reference), e.g. one built of swisk ops
     backward: Optional[Callable] = None    # (needs_input_grad, saved inputs, scalars, grads) -> input grads
+    jvp: Optional[Callable] = None         # (primals, scalars, tangents) -> output tangents (default: the
+                                           # formulation's), e.g. a linear op applied to its tangents
     extra: Optional[Callable] = None       # (backend, tensors, scalars) -> extra prepare arguments
     composite: Optional[Callable] = None   # (tensors, scalars) -> outputs, when prepare validates only
     autocast: Optional[str] = None         # "fp32": cast floating inputs up; "lower": to the autocast dtype
@@ -233,6 +235,8 @@ def _autograd(spec: OpSpec, op):
 
         @staticmethod
         def jvp(ctx, _keyset, *tangents):
+            if spec.jvp is not None:
+                return spec.jvp(ctx.primals, ctx.scalars, tangents[:n_in])
             return formulation.jvp(spec, ctx.primals, ctx.scalars, tangents[:n_in])
 
     FnT.__name__ = f"{spec.name}_func"

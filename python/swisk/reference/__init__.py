@@ -7,7 +7,8 @@ from .sketched import sketched_linear
 from . import torch_conv_kan
 from .torch_conv_kan import KANConv1DLayer, KANConv2DLayer, KANConv3DLayer
 from .wavelet import WAVELETS, wavelet, wavelet_kan
+from . import sketch  # noqa: F401  (the module: sketch.sketch_matrix, sketch.sketch, ...)
 
 __all__ = ["bspline_basis", "kan_expand", "kan_contract", "silu_derivative", "kan_linear", "kan_grid", "curve2coeff", "kan_update_grid", "kan_regularization_loss",
-           "KANLinear", "KAN", "kan_conv", "torch_conv_kan",
-           "KANConv1DLayer", "KANConv2DLayer", "KANConv3DLayer", "wavelet", "wavelet_kan", "WAVELETS"]
+           "KANLinear", "KAN", "kan_conv", "sketched_linear", "torch_conv_kan",
+           "KANConv1DLayer", "KANConv2DLayer", "KANConv3DLayer", "wavelet", "wavelet_kan", "WAVELETS", "sketch"]

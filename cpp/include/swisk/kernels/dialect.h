@@ -147,6 +147,7 @@ struct sk_acc<double> {
 #if defined(SWISK_DIALECT_METAL)
 SWISK_FN float sk_exp(float x) { return metal::precise::exp(x); }
 SWISK_FN float sk_exp2(float x) { return metal::precise::exp2(x); }
+SWISK_FN float sk_log(float x) { return metal::precise::log(x); }
 SWISK_FN float sk_sinpi(float x) { return metal::precise::sinpi(x); }
 SWISK_FN float sk_cospi(float x) { return metal::precise::cospi(x); }
 SWISK_FN float sk_cos(float x) { return metal::precise::cos(x); }
@@ -159,6 +160,7 @@ SWISK_FN float sk_nan(float) { return NAN; }
 #elif defined(SWISK_DIALECT_CUDA)
 SWISK_FN float sk_exp(float x) { return ::expf(x); }
 SWISK_FN float sk_exp2(float x) { return ::exp2f(x); }
+SWISK_FN float sk_log(float x) { return ::logf(x); }
 SWISK_FN float sk_sinpi(float x) { return ::sinpif(x); }
 SWISK_FN float sk_cospi(float x) { return ::cospif(x); }
 SWISK_FN float sk_rint(float x) { return ::rintf(x); }

@@ -7,6 +7,7 @@
 #define SWISK_HOST_MATH(T)                                                    \
   inline T sk_exp(T x) { return std::exp(x); }                                \
   inline T sk_exp2(T x) { return std::exp2(x); }                              \
+  inline T sk_log(T x) { return std::log(x); }                                \
   inline T sk_sinpi(T x) { return T(std::sin(3.14159265358979323846 * double(x))); } \
   inline T sk_cospi(T x) { return T(std::cos(3.14159265358979323846 * double(x))); } \
   inline T sk_cos(T x) { return std::cos(x); }                                \

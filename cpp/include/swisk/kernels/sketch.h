@@ -1,0 +1,200 @@
+// Sketch operators, written once for the CPU backend, CUDA and Metal: every entry of the k x n operator S
+// is a pure function of (seed, row, column) through Philox4x32-10 (Salmon et al., SC'11), so any tile
+// comes out the same on every backend and thread count, and the backward regenerates S.
+//   key = (seed & 0xffffffff, seed >> 32); counter = (column, row, kind id, 0) for the dense kinds,
+//   (column, step, kind id, 0) for sparse-sign's selection steps.
+#pragma once
+
+#include "swisk/kernels/dialect.h"
+
+// The operator kinds as (id, name), ids 0, 1, ... in order; the id is also the Philox stream word.
+#define SWISK_SKETCHES(X) X(0, gaussian) X(1, rademacher) X(2, sparse_sign)
+
+#define SK_SKETCH_ENUM(id, name) SK_SKETCH_##name = id,
+enum SkSketch { SWISK_SKETCHES(SK_SKETCH_ENUM) };
+#undef SK_SKETCH_ENUM
+#define SK_SKETCH_PLUS_ONE(id, name) +1
+#define SWISK_NUM_SKETCHES (0 SWISK_SKETCHES(SK_SKETCH_PLUS_ONE))
+
+// Sparse-sign keeps a column's chosen rows (Floyd's sampling checks each draw against them) in shared
+// memory on the GPUs, SWISK_SKETCH_THREADS columns per block: no local-memory traffic.
+#define SWISK_SKETCH_MAX_NNZ 64
+#define SWISK_SKETCH_THREADS 128
+#define SWISK_SKETCH_SHARED(K) ((K) == SK_SKETCH_sparse_sign ? SWISK_SKETCH_THREADS * SWISK_SKETCH_MAX_NNZ : 1)
+
+// A tile of S: rows r0 .. r0 + rows, columns c0 .. c0 + cols, written row-major (leading dim cols).
+struct SketchParams {
+  sk_u32 k, n;              // S is k x n
+  sk_u32 r0, rows;          // tile rows
+  sk_u32 c0, cols;          // tile columns
+  sk_u32 seed_lo, seed_hi;  // the Philox key
+  sk_u32 kind;              // an id of SWISK_SKETCHES
+  sk_u32 nnz;               // non-zeros per column (sparse-sign)
+  float scale;              // 1/sqrt(k) (dense) or 1/sqrt(nnz), rounded once on the host
+  sk_u32 pad;
+};
+
+struct SkU4 {
+  sk_u32 x, y, z, w;
+};
+
+// The high word of a 32 x 32-bit product (64-bit multiply on every target; one instruction on GPUs).
+SWISK_HD sk_u32 sk_mulhi(sk_u32 a, sk_u32 b) { return sk_u32((sk_u64(a) * sk_u64(b)) >> 32); }
+
+// Philox4x32-10: ten rounds of two 32 x 32 -> 64-bit multiplies, the key bumped by the Weyl constants.
+SWISK_HD SkU4 sk_philox4x32_10(SkU4 c, sk_u32 k0, sk_u32 k1) {
+  for (int r = 0; r < 10; ++r) {
+    if (r > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const sk_u32 lo0 = 0xD2511F53u * c.x, hi0 = sk_mulhi(0xD2511F53u, c.x);
+    const sk_u32 lo1 = 0xCD9E8D57u * c.z, hi1 = sk_mulhi(0xCD9E8D57u, c.z);
+    SkU4 o;
+    o.x = hi1 ^ c.y ^ k0;
+    o.y = lo1;
+    o.z = hi0 ^ c.w ^ k1;
+    o.w = lo0;
+    c = o;
+  }
+  return c;
+}
+
+SWISK_HD SkU4 sk_sketch_draw(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 word1) {
+  SkU4 c;
+  c.x = col;
+  c.y = word1;
+  c.z = p.kind;
+  c.w = 0;
+  return sk_philox4x32_10(c, p.seed_lo, p.seed_hi);
+}
+
+// A uniform in (0, 1]: the top 24 bits plus one, times 2^-24 (exact in fp32).
+SWISK_FN float sk_unit_open0(sk_u32 u) { return float((u >> 8) + 1u) * 5.9604644775390625e-8f; }
+
+// A dense kind's entry, in fp32, from the first two words of its draw. Gaussian: Box-Muller
+// sqrt(-2 ln u1) cos(2 pi u2); Rademacher: the sign is the first word's top bit.
+template <int K>
+SWISK_FN float sketch_dense_value(SWISK_CONST SketchParams& p, sk_u32 w0, sk_u32 w1) {
+  if (K == SK_SKETCH_gaussian) {
+    const float u1 = sk_unit_open0(w0), u2 = sk_unit_open0(w1);
+    return sk_sqrt(-2.0f * sk_log(u1)) * sk_cospi(2.0f * u2) * p.scale;
+  }
+  return (w0 >> 31) ? -p.scale : p.scale;
+}
+
+// Entry (row, col) of a dense kind: counter (col, row, kind, 0).
+template <int K>
+SWISK_FN float sketch_dense_entry(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 col) {
+  const SkU4 r = sk_sketch_draw(p, col, row);
+  return sketch_dense_value<K>(p, r.x, r.y);
+}
+
+// Sparse-sign column col: nnz distinct rows by Floyd's sampling (step m draws t uniform in [0, j],
+// j = k - nnz + m, and takes t unless already taken, then j), each with the sign of its draw's second
+// word's top bit. Writes the chosen rows that fall in the tile; the other entries are zero (the caller's).
+// taken[m * pitch] holds step m's row.
+template <typename T>
+SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, sk_u32 col, SWISK_GLOBAL T* out,
+                                   SWISK_TG sk_u32* taken, sk_u32 pitch) {
+  for (sk_u32 m = 0; m < p.nnz; ++m) {
+    const sk_u32 j = p.k - p.nnz + m;
+    const SkU4 r = sk_sketch_draw(p, col, m);
+    sk_u32 row = sk_mulhi(r.x, j + 1u);  // uniform in [0, j] (multiply-shift, bias < (j+1) 2^-32)
+    for (sk_u32 q = 0; q < m; ++q)
+      if (taken[q * pitch] == row) row = j;  // j was never drawn before: the taken rows stay distinct
+    taken[m * pitch] = row;
+    if (row >= p.r0 && row - p.r0 < p.rows) {
+      const float v = (r.y >> 31) ? -p.scale : p.scale;
+      out[sk_u64(row - p.r0) * p.cols + (col - p.c0)] = T(v);
+    }
+  }
+}
+
+// Work items: one per entry (dense), one per column (sparse-sign), over a 1-D grid-stride launch of
+// SWISK_SKETCH_THREADS threads per block and at most 4096 blocks.
+SWISK_HD sk_u64 sketch_items(SWISK_CONST SketchParams& p) {
+  return p.kind == sk_u32(SK_SKETCH_sparse_sign) ? sk_u64(p.cols) : sk_u64(p.rows) * p.cols;
+}
+SWISK_HD SkGrid sketch_grid(SWISK_CONST SketchParams& p) {
+  const sk_u64 blocks = sk_tiles(sketch_items(p), SWISK_SKETCH_THREADS);
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
+}
+
+// The generation kernel's body; taken: the block's SWISK_SKETCH_SHARED(K) shared words.
+template <int K, typename T>
+SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GLOBAL T* out, SWISK_TG sk_u32* taken) {
+  const sk_u64 stride = sk_u64(id.gdx) * id.bdx, items = sketch_items(p);
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < items; e += stride) {
+    if (K == SK_SKETCH_sparse_sign) {
+      sketch_sparse_column<T>(p, p.c0 + sk_u32(e), out, taken + id.tx, id.bdx);
+    } else {
+      const sk_u32 row = sk_u32(e / p.cols), col = sk_u32(e % p.cols);
+      out[e] = T(sketch_dense_entry<K>(p, p.r0 + row, p.c0 + col));
+    }
+  }
+}
+
+// ---- Fast Walsh-Hadamard transform: y = scale * H_n x along the last dimension (n a power of two, H_n
+// the Sylvester +-1 matrix), butterflies (a, b) -> (a + b, a - b) over distances h = 1, 2, ..., n/2.
+// GPUs: one block per chunk of SWISK_FWHT_CHUNK values (a whole row when n is at most that) runs the
+// stages h < chunk in shared memory (fp32); rows longer than a chunk then take one grid-stride
+// launch per remaining stage, in place. The scale is applied once, by the last pass.
+#define SWISK_FWHT_THREADS 256
+#define SWISK_FWHT_CHUNK_LOG2 12
+#define SWISK_FWHT_CHUNK (1 << SWISK_FWHT_CHUNK_LOG2)
+
+struct FwhtParams {
+  sk_u32 rows, n;  // x is (rows, n)
+  sk_u32 chunk;    // values per block of the shared pass: min(n, SWISK_FWHT_CHUNK)
+  sk_u32 h;        // the global pass's butterfly distance
+  float scale;     // applied by the last pass (1 elsewhere)
+  sk_u32 pad;
+};
+
+SWISK_HD sk_u64 fwht_chunks(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * (p.n / p.chunk); }
+SWISK_HD SkGrid fwht_shared_grid(SWISK_CONST FwhtParams& p) {
+  return sk_tile_grid(fwht_chunks(p) > 65535 ? 65535 : fwht_chunks(p), 1);
+}
+SWISK_HD sk_u64 fwht_pairs(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * (p.n / 2); }
+SWISK_HD SkGrid fwht_stage_grid(SWISK_CONST FwhtParams& p) {
+  const sk_u64 blocks = sk_tiles(fwht_pairs(p), SWISK_FWHT_THREADS);
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
+}
+
+#if defined(SWISK_BARRIER)
+// Shared pass: chunks of p.chunk values, stages h < chunk, buf the block's SWISK_FWHT_CHUNK floats.
+template <typename T>
+SWISK_FN void fwht_shared_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL T* out,
+                               SWISK_TG float* buf) {
+  for (sk_u64 c = id.bx; c < fwht_chunks(p); c += id.gdx) {
+    const sk_u64 base = c * p.chunk;
+    for (sk_u32 i = id.tx; i < p.chunk; i += id.bdx) buf[i] = float(x[base + i]);
+    SWISK_BARRIER();
+    for (sk_u32 h = 1; h < p.chunk; h <<= 1) {
+      for (sk_u32 b = id.tx; b < p.chunk / 2; b += id.bdx) {
+        const sk_u32 i = (b / h) * 2 * h + b % h;
+        const float u = buf[i], v = buf[i + h];
+        buf[i] = u + v;
+        buf[i + h] = u - v;
+      }
+      SWISK_BARRIER();
+    }
+    for (sk_u32 i = id.tx; i < p.chunk; i += id.bdx) out[base + i] = T(buf[i] * p.scale);
+    SWISK_BARRIER();
+  }
+}
+#endif
+
+// Global pass: the butterflies of distance p.h (>= chunk), in place.
+template <typename T>
+SWISK_FN void fwht_stage_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL T* out) {
+  const sk_u64 stride = sk_u64(id.gdx) * id.bdx, half = p.n / 2;
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < fwht_pairs(p); e += stride) {
+    const sk_u64 row = e / half, b = e % half;
+    const sk_u64 i = row * p.n + (b / p.h) * 2 * p.h + b % p.h;
+    const float u = float(out[i]), v = float(out[i + p.h]);
+    out[i] = T((u + v) * p.scale);
+    out[i + p.h] = T((u - v) * p.scale);
+  }
+}

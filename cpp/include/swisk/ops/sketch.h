@@ -1,0 +1,84 @@
+// Sketch operators: the public C++ entry points (prepare once, then launch).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "swisk/kernels/sketch.h"
+#include "swisk/call.h"
+
+namespace swisk {
+
+// A tile of the k x n operator: rows r0 .. r1, columns c0 .. c1, as out (r1 - r0, c1 - c0).
+// x gives the tile's dtype and device (its data is not read).
+struct SketchMatrixArgs {
+  TensorView x, out;
+  std::string kind;
+  int64_t k = 0, n = 0, seed = 0, r0 = 0, r1 = 0, c0 = 0, c1 = 0, nnz = 8;
+  Launch launch;
+  static constexpr int kInputs = 1;
+  static constexpr bool kWork = false;
+  using A = SketchMatrixArgs;
+  static constexpr TensorView A::* kTensors[] = {&A::x, &A::out};
+};
+
+// x (..., n) -> out (..., k) = x S^T (transpose = false), or x (..., k) -> out (..., n) = x S
+// (transpose = true, n given). Validated here; Python multiplies tiles of S (from sketch_matrix).
+struct SketchArgs {
+  TensorView x, out;
+  std::string kind;
+  int64_t k = 0, n = 0, seed = 0, nnz = 8;
+  bool transpose = false;
+  Launch launch;
+  static constexpr int kInputs = 1;
+  static constexpr bool kWork = false;
+  using A = SketchArgs;
+  static constexpr TensorView A::* kTensors[] = {&A::x, &A::out};
+};
+
+// x (..., n) -> out = scale * H_n x along the last dimension, n a power of two.
+struct FwhtArgs {
+  TensorView x, out;
+  double scale = 1;
+  Launch launch;
+  static constexpr int kInputs = 1;
+  static constexpr bool kWork = false;
+  using A = FwhtArgs;
+  static constexpr TensorView A::* kTensors[] = {&A::x, &A::out};
+};
+
+// "gaussian, rademacher, sparse_sign" (id order, from SWISK_SKETCHES).
+const char* sketch_names();
+const char* sketch_name(int id);
+// The id of a kind name; an unknown name raises ValueError listing the valid ones.
+int sketch_id(const char* op, const std::string& name);
+
+std::unique_ptr<PreparedCall> sketch_matrix_prepare(const SketchMatrixArgs& inputs, Backend b);
+std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& inputs, Backend b);
+std::unique_ptr<PreparedCall> fwht_prepare(const FwhtArgs& inputs, Backend b);
+
+// For C++ callers holding their own output: prepare on args.launch.backend, check it, run.
+void sketch_matrix(const SketchMatrixArgs& args);
+void fwht(const FwhtArgs& args);
+
+// The kernel parameters of a validated tile request.
+SketchParams sketch_params(const SketchMatrixArgs& a);
+// The GPU passes of a validated transform: the shared pass's parameters (h = 0), then one per global
+// stage h = chunk, 2 chunk, ..., n/2; the scale sits in the last.
+std::vector<FwhtParams> fwht_passes(const FwhtArgs& a);
+
+// Calls f(std::integral_constant<int, K>{}) for the kind id K (kernels take it as a template).
+template <class F>
+void dispatch_sketch(sk_u32 id, F&& f) {
+#define SK_SKETCH_CASE(k, name)          \
+  case k:                                \
+    f(std::integral_constant<int, k>{}); \
+    return;
+  switch (id) { SWISK_SKETCHES(SK_SKETCH_CASE) }
+#undef SK_SKETCH_CASE
+  fail(ErrorKind::value, "sketch_matrix", "kind", "unknown sketch id ", id);
+}
+
+}  // namespace swisk

@@ -1,0 +1,146 @@
+// Frontends of the sketch ops: validate once (prepare), then launch.
+#include "swisk/ops/sketch.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "validate.h"
+
+namespace swisk {
+
+#define SK_SKETCH_NAME(id, name) #name,
+static constexpr const char* kSketchNames[] = {SWISK_SKETCHES(SK_SKETCH_NAME)};
+#undef SK_SKETCH_NAME
+
+static constexpr bool same_name(const char* a, const char* b) {
+  while (*a && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+#define SK_SKETCH_IN_ORDER(id, name) \
+  static_assert(same_name(kSketchNames[id], #name), "SWISK_SKETCHES: ids must be 0, 1, ... in order");
+SWISK_SKETCHES(SK_SKETCH_IN_ORDER)
+#undef SK_SKETCH_IN_ORDER
+
+const char* sketch_name(int id) { return kSketchNames[id]; }
+
+const char* sketch_names() {
+  static const std::string all = [] {
+    std::string s;
+    for (const char* n : kSketchNames) s += (s.empty() ? "" : ", ") + std::string(n);
+    return s;
+  }();
+  return all.c_str();
+}
+
+int sketch_id(const char* op, const std::string& name) {
+  for (int k = 0; k < SWISK_NUM_SKETCHES; ++k)
+    if (name == kSketchNames[k]) return k;
+  fail(ErrorKind::value, op, "kind", "unknown sketch '", name, "'; valid: ", sketch_names());
+}
+
+static constexpr int64_t kMaxDim = int64_t(1) << 31;
+
+// The operator's own arguments: kind, k, n, seed, nnz.
+static void check_operator(const char* op, const std::string& kind, int64_t k, int64_t n, int64_t seed, int64_t nnz) {
+  const int id = sketch_id(op, kind);
+  SWISK_CHECK(k >= 1 && k < kMaxDim, value, op, "k", "must be in [1, 2^31), got ", k);
+  SWISK_CHECK(n >= 1 && n < kMaxDim, value, op, "n", "must be in [1, 2^31), got ", n);
+  SWISK_CHECK(seed >= 0, value, op, "seed", "must be a non-negative int below 2^63, got ", seed);
+  if (id == SK_SKETCH_sparse_sign)
+    SWISK_CHECK(nnz >= 1 && nnz <= k && nnz <= SWISK_SKETCH_MAX_NNZ, value, op, "nnz", "must be in [1, min(k, ",
+                SWISK_SKETCH_MAX_NNZ, ")] = [1, ", std::min<int64_t>(k, SWISK_SKETCH_MAX_NNZ), "], got ", nnz);
+}
+
+SketchParams sketch_params(const SketchMatrixArgs& a) {
+  SketchParams p{};
+  p.k = sk_u32(a.k);
+  p.n = sk_u32(a.n);
+  p.r0 = sk_u32(a.r0);
+  p.rows = sk_u32(a.r1 - a.r0);
+  p.c0 = sk_u32(a.c0);
+  p.cols = sk_u32(a.c1 - a.c0);
+  p.seed_lo = sk_u32(uint64_t(a.seed) & 0xffffffffu);
+  p.seed_hi = sk_u32(uint64_t(a.seed) >> 32);
+  p.kind = sk_u32(sketch_id("sketch_matrix", a.kind));
+  p.nnz = p.kind == SK_SKETCH_sparse_sign ? sk_u32(a.nnz) : 0;
+  // 1/sqrt(k) or 1/sqrt(nnz) rounded once to fp32: the same value on every backend and in the reference
+  p.scale = float(1.0 / std::sqrt(double(p.kind == SK_SKETCH_sparse_sign ? a.nnz : a.k)));
+  return p;
+}
+
+std::unique_ptr<PreparedCall> sketch_matrix_prepare(const SketchMatrixArgs& a, Backend b) {
+  const char* op = "sketch_matrix";
+  check_operator(op, a.kind, a.k, a.n, a.seed, a.nnz);
+  check_float(op, "dtype", a.x);
+  check_backend(op, "device", a.x, b);
+  SWISK_CHECK(0 <= a.r0 && a.r0 <= a.r1 && a.r1 <= a.k, value, op, "rows", "need 0 <= r0 <= r1 <= k = ", a.k,
+              ", got [", a.r0, ", ", a.r1, ")");
+  SWISK_CHECK(0 <= a.c0 && a.c0 <= a.c1 && a.c1 <= a.n, value, op, "cols", "need 0 <= c0 <= c1 <= n = ", a.n,
+              ", got [", a.c0, ", ", a.c1, ")");
+  SWISK_CHECK((a.r1 - a.r0) * (a.c1 - a.c0) < (int64_t(1) << 40), value, op, "cols",
+              "a tile of at most 2^40 entries is supported");
+  auto c = make_call(op, a, b);
+  c->outputs = {{a.r1 - a.r0, a.c1 - a.c0}};
+  c->zero_outputs = {uint8_t(sketch_id(op, a.kind) == SK_SKETCH_sparse_sign)};  // the kernel writes the non-zeros
+  return c;
+}
+
+std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
+  const char* op = a.transpose ? "sketch_transpose" : "sketch";
+  check_float(op, "x", a.x);
+  check_min_ndim(op, "x", a.x, 1, a.transpose ? "(..., k)" : "(..., n)");
+  check_backend(op, "x", a.x, b);
+  const int64_t k = a.transpose ? a.x.size(-1) : a.k, n = a.transpose ? a.n : a.x.size(-1);
+  check_operator(op, a.kind, k, n, a.seed, a.nnz);
+  auto c = make_plan_call(a, b, nullptr);
+  std::vector<int64_t> shape(a.x.shape, a.x.shape + a.x.ndim);
+  shape.back() = a.transpose ? n : k;
+  c->outputs = {shape};
+  c->zero_outputs = {0};
+  return c;
+}
+
+std::vector<FwhtParams> fwht_passes(const FwhtArgs& a) {
+  FwhtParams p{};
+  p.n = sk_u32(a.x.size(-1));
+  p.rows = p.n == 0 ? 0 : sk_u32(a.x.numel() / p.n);
+  p.chunk = p.n < SWISK_FWHT_CHUNK ? p.n : SWISK_FWHT_CHUNK;
+  p.h = 0;
+  p.scale = p.n <= p.chunk ? float(a.scale) : 1.0f;
+  std::vector<FwhtParams> passes{p};
+  for (sk_u32 h = p.chunk; h < p.n; h <<= 1) {
+    p.h = h;
+    p.scale = 2 * sk_u64(h) == p.n ? float(a.scale) : 1.0f;
+    passes.push_back(p);
+  }
+  return passes;
+}
+
+std::unique_ptr<PreparedCall> fwht_prepare(const FwhtArgs& a, Backend b) {
+  const char* op = "fwht";
+  check_float(op, "x", a.x);
+  check_min_ndim(op, "x", a.x, 1, "(..., n)");
+  check_backend(op, "x", a.x, b);
+  const int64_t n = a.x.size(-1);
+  SWISK_CHECK(n >= 1 && n < kMaxDim && (n & (n - 1)) == 0, value, op, "x",
+              "the last dimension must be a power of two below 2^31, got ", n);
+  SWISK_CHECK(a.x.numel() / n < (int64_t(1) << 32), value, op, "x", "at most 2^32 rows are supported");
+  SWISK_CHECK(std::isfinite(a.scale), value, op, "scale", "must be finite, got ", a.scale);
+  if (a.x.numel() > 0) check_contiguous(op, "x", a.x);
+  auto c = make_call(op, a, b);
+  c->outputs = {std::vector<int64_t>(a.x.shape, a.x.shape + a.x.ndim)};
+  c->zero_outputs = {0};
+  return c;
+}
+
+void fwht(const FwhtArgs& a) {
+  auto c = fwht_prepare(a, a.launch.backend);
+  run_prepared(*c, "fwht", {&a.x, &a.out});
+}
+
+void sketch_matrix(const SketchMatrixArgs& a) {
+  auto c = sketch_matrix_prepare(a, a.launch.backend);
+  run_prepared(*c, "sketch_matrix", {&a.x, &a.out});
+}
+
+}  // namespace swisk

@@ -1,0 +1,51 @@
+// Metal entry point of the sketch generation kernel (body: swisk/kernels/sketch.h), one per kind.
+#include "swisk/kernels/metal_entry.h"
+#include "swisk/kernels/sketch.h"
+
+template <int K, typename T>
+kernel void sketch_matrix_k(device T* out [[buffer(0)]], constant SketchParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+  SWISK_SHARED(sk_u32, taken, SWISK_SKETCH_SHARED(K));
+  sketch_matrix_body<K, T>(SWISK_METAL_IDX, p, out, taken);
+}
+
+template <typename T>
+kernel void fwht_shared_k(device const T* x [[buffer(0)]], device T* out [[buffer(1)]],
+                          constant FwhtParams& p [[buffer(2)]], SWISK_METAL_COORDS) {
+  SWISK_SHARED(float, buf, SWISK_FWHT_CHUNK);
+  fwht_shared_body<T>(SWISK_METAL_IDX, p, x, out, buf);
+}
+
+template <typename T>
+kernel void fwht_stage_k(device T* out [[buffer(0)]], constant FwhtParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+  fwht_stage_body<T>(SWISK_METAL_IDX, p, out);
+}
+
+#define SWISK_FWHT_INSTANTIATE(T, S)                                                                             \
+  template SWISK_HOST_NAME("swisk_fwht_shared_" #S) kernel void fwht_shared_k<T>(device const T*, device T*,     \
+                                                                                  constant FwhtParams&,         \
+                                                                                  SWISK_METAL_COORD_TYPES);     \
+  template SWISK_HOST_NAME("swisk_fwht_stage_" #S) kernel void fwht_stage_k<T>(device T*, constant FwhtParams&, \
+                                                                                SWISK_METAL_COORD_TYPES);
+SWISK_FWHT_INSTANTIATE(float, f32)
+SWISK_FWHT_INSTANTIATE(half, f16)
+#if !defined(__METAL_VERSION__) || __METAL_VERSION__ >= 310
+SWISK_FWHT_INSTANTIATE(bfloat, bf16)
+#endif
+#undef SWISK_FWHT_INSTANTIATE
+
+#define SWISK_SKETCH_INSTANTIATE(K, N, T, S)                                                       \
+  template SWISK_HOST_NAME("swisk_sketch_matrix_" #N "_" #S) kernel void sketch_matrix_k<K, T>( \
+      device T*, constant SketchParams&, SWISK_METAL_COORD_TYPES);
+// One instantiation per (kind of SWISK_SKETCHES, dtype).
+#define SWISK_SKETCH_F32(K, N) SWISK_SKETCH_INSTANTIATE(K, N, float, f32)
+#define SWISK_SKETCH_F16(K, N) SWISK_SKETCH_INSTANTIATE(K, N, half, f16)
+#define SWISK_SKETCH_BF16(K, N) SWISK_SKETCH_INSTANTIATE(K, N, bfloat, bf16)
+SWISK_SKETCHES(SWISK_SKETCH_F32)
+SWISK_SKETCHES(SWISK_SKETCH_F16)
+#if !defined(__METAL_VERSION__) || __METAL_VERSION__ >= 310  // bfloat needs MSL 3.1
+SWISK_SKETCHES(SWISK_SKETCH_BF16)
+#endif
+#undef SWISK_SKETCH_F32
+#undef SWISK_SKETCH_F16
+#undef SWISK_SKETCH_BF16
+#undef SWISK_SKETCH_INSTANTIATE

@@ -1,0 +1,196 @@
+"""The sketch family: seeded operators S (k x n) whose entries are a pure function of (seed, row,
+column). sketch_matrix generates a tile of S in swisk's kernels; sketch (x S^T) and its transpose
+(g S) multiply bounded column tiles of S with torch's GEMM and regenerate S in the backward."""
+from __future__ import annotations
+
+import torch
+
+from .. import _C, config
+from ..reference import sketch as ref
+from .define import OpSpec, _run, define, invoke, wrapper
+
+SKETCHES = tuple(_C.sketch_names().split(", "))  # the kernel header's list, in id order
+MAX_NNZ = _C.sketch_max_nnz()
+_SEED_END = 1 << 63
+
+
+def _check_args(op: str, kind, k, seed, nnz, n=None) -> None:
+    """Types and ranges Python must see before the schema (a seed past int64 would overflow it)."""
+    if not isinstance(kind, str):
+        raise TypeError(f"[{op}] kind: expected a str, got {type(kind).__name__}")
+    if kind not in SKETCHES:
+        raise ValueError(f"[{op}] kind: unknown sketch {kind!r}; valid: {', '.join(SKETCHES)}")
+    for name, v in (("k", k), ("seed", seed), ("nnz", nnz)) + ((("n", n),) if n is not None else ()):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"[{op}] {name}: expected an int, got {type(v).__name__}")
+        if name != "seed" and not 1 <= v < 1 << 31:  # C++ checks nnz against k; here the schema's range
+            if name != "nnz" or not -(1 << 63) <= v < 1 << 63:
+                raise ValueError(f"[{op}] {name}: must be in [1, 2^31), got {v}")
+    if not 0 <= seed < _SEED_END:
+        raise ValueError(f"[{op}] seed: must be a non-negative int below 2^63, got {seed}")
+
+
+def _tile_cols(rows: int, n: int, elem: int) -> int:
+    """Columns of S per tile: rows x cols elements within swisk.config's workspace_bytes."""
+    return max(1, min(n, config.get("workspace_bytes") // max(1, rows * elem)))
+
+
+def _tile(like, kind, k, n, seed, c0, c1, nnz):
+    """S[:, c0:c1] as (k, c1 - c0) in like's dtype and device (the generation kernel, no dispatcher)."""
+    return _run(SKETCH_MATRIX, sketch_matrix_op._swisk_prepared, (like, kind, k, n, seed, 0, k, c0, c1, nnz))
+
+
+def _sketch_tiles(tensors, scalars):
+    (x,), (kind, k, seed, nnz) = tensors, scalars
+    n = x.shape[-1]
+    x2, like = x.reshape(-1, n), x.new_empty(0)
+    step = _tile_cols(k, n, x.element_size())
+    y = None
+    for c0 in range(0, n, step):
+        c1 = min(n, c0 + step)
+        s = _tile(like, kind, k, n, seed, c0, c1, nnz)
+        y = x2[:, c0:c1] @ s.T if y is None else y.addmm_(x2[:, c0:c1], s.T)
+    return y.reshape(*x.shape[:-1], k)
+
+
+def _transpose_tiles(tensors, scalars):
+    (g,), (kind, n, seed, nnz) = tensors, scalars
+    k = g.shape[-1]
+    g2, like = g.reshape(-1, k), g.new_empty(0)
+    step = _tile_cols(k, n, g.element_size())
+    if step >= n:
+        out = g2 @ _tile(like, kind, k, n, seed, 0, n, nnz)
+    else:
+        out = g2.new_empty(g2.shape[0], n)
+        for c0 in range(0, n, step):
+            c1 = min(n, c0 + step)
+            torch.mm(g2, _tile(like, kind, k, n, seed, c0, c1, nnz), out=out[:, c0:c1])
+    return out.reshape(*g.shape[:-1], n)
+
+
+def _sketch_backward(need, saved, scalars, grads):
+    kind, k, seed, nnz = scalars
+    return (invoke(sketch_transpose_op, grads[0], kind, saved[0].shape[-1], seed, nnz) if need[0] else None,)
+
+
+def _transpose_backward(need, saved, scalars, grads):
+    kind, n, seed, nnz = scalars
+    return (invoke(sketch_op, grads[0], kind, saved[0].shape[-1], seed, nnz) if need[0] else None,)
+
+
+def _linear_jvp(op):
+    """Forward-mode tangent of a linear op: the op applied to the tangent."""
+    def jvp(primals, scalars, tangents):
+        t = tangents[0]
+        if t is None:
+            return invoke(op, torch.zeros_like(primals[0]), *scalars)
+        return invoke(op, t.contiguous(), *scalars)
+    return jvp
+
+
+SKETCH_MATRIX = OpSpec(
+    name="sketch_matrix", inputs=("like",),
+    scalars=(("kind", str), ("k", int), ("n", int), ("seed", int), ("r0", int), ("r1", int), ("c0", int),
+             ("c1", int), ("nnz", int)),
+    outputs=("out",), prepare=_C.sketch_matrix_prepare,
+    backward=lambda need, saved, scalars, grads: (None,),
+    reference=lambda like, kind, k, n, seed, r0, r1, c0, c1, nnz: ref.sketch_matrix(
+        kind, k, n, seed, like.dtype, like.device, nnz)[r0:r1, c0:c1].contiguous(),
+    fake_shapes=lambda like, kind, k, n, seed, r0, r1, c0, c1, nnz: [(r1 - r0, c1 - c0)])
+
+SKETCH = OpSpec(
+    name="sketch", inputs=("x",), scalars=(("kind", str), ("k", int), ("seed", int), ("nnz", int)),
+    outputs=("out",), prepare=_C.sketch_prepare, composite=_sketch_tiles, backward=_sketch_backward,
+    reference=ref.sketch, row_outputs=("out",), defaults={"nnz": 8},
+    fake_shapes=lambda x, kind, k, seed, nnz: [(*x.shape[:-1], k)])
+
+SKETCH_TRANSPOSE = OpSpec(
+    name="sketch_transpose", inputs=("grad",), scalars=(("kind", str), ("n", int), ("seed", int), ("nnz", int)),
+    outputs=("out",), prepare=_C.sketch_transpose_prepare, composite=_transpose_tiles,
+    backward=_transpose_backward, reference=ref.sketch_transpose, row_outputs=("out",),
+    fake_shapes=lambda g, kind, n, seed, nnz: [(*g.shape[:-1], n)])
+
+def _fwht_backward(need, saved, scalars, grads):
+    return (invoke(fwht_op, grads[0], *scalars) if need[0] else None,)  # H is symmetric
+
+
+FWHT = OpSpec(
+    name="fwht", inputs=("x",), scalars=(("scale", float),), outputs=("out",), prepare=_C.fwht_prepare,
+    backward=_fwht_backward, reference=ref.fwht, row_outputs=("out",), fake_shapes=lambda x, scale: [tuple(x.shape)])
+
+sketch_matrix_op = define(SKETCH_MATRIX)
+sketch_op = define(SKETCH)
+sketch_transpose_op = define(SKETCH_TRANSPOSE)
+fwht_op = define(FWHT)
+FWHT.jvp = _linear_jvp(fwht_op)
+SKETCH.jvp = _linear_jvp(sketch_op)
+SKETCH_TRANSPOSE.jvp = _linear_jvp(sketch_transpose_op)
+_sketch = wrapper(SKETCH, sketch_op)
+_fwht = wrapper(FWHT, fwht_op)
+
+
+def fwht(x, scale=None):
+    """Fast Walsh-Hadamard transform along the last dimension: scale * H_n x, n a power of two, H_n the
+    Sylvester +-1 matrix (natural order). scale: None for 1 (pass n ** -0.5 for the orthonormal
+    transform, its own inverse). fp32 accumulation (fp64 for fp64); on GPUs rows longer than 4096 go
+    through global memory in the input's dtype between stages. Differentiable (the gradient is the
+    transform of the gradient, H being symmetric), forward mode included.
+
+    Raises:
+        TypeError / ValueError naming the argument for a wrong x, a length that is not a power of two,
+        or a non-finite scale.
+    """
+    if scale is None:
+        scale = 1.0
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"[fwht] scale: expected a float or None, got {type(scale).__name__}")
+    return _fwht(x, float(scale))
+
+
+def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, device="cpu", nnz: int = 8):
+    """The k x n sketch operator S with the given seed, as `sketch` applies it (x S^T).
+
+    kind: "gaussian" (N(0,1)/sqrt(k)), "rademacher" (+-1/sqrt(k)) or "sparse_sign" (+-1/sqrt(nnz) at nnz
+    distinct rows of each column; CountSketch at nnz = 1, 1 <= nnz <= min(k, 64)). Every entry is a
+    pure function of (seed, row, column) through Philox4x32-10 (swisk.reference.sketch documents the
+    scheme): the same seed gives the same S on every backend, thread count and tile split. Values are
+    computed in fp32 and then rounded to dtype (fp64 holds the fp32 values exactly).
+
+    Raises:
+        TypeError / ValueError naming the argument for a wrong kind, k, n, seed (0 <= seed < 2^63),
+        nnz, dtype or device.
+    """
+    _check_args("sketch_matrix", kind, k, seed, nnz, n)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"[sketch_matrix] dtype: expected a torch.dtype, got {type(dtype).__name__}")
+    like = torch.empty(0, dtype=dtype, device=device)
+    return invoke(sketch_matrix_op, like, kind, k, n, seed, 0, k, 0, n, nnz)
+
+
+def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
+    """x (..., n) -> x S^T (..., k) with S = sketch_matrix(kind, k, n, seed, x.dtype, x.device, nnz).
+
+    S is generated in column tiles of at most swisk.config's workspace_bytes and multiplied by torch's
+    GEMM; it is never held whole when larger. The gradient is the exact transpose (g S, regenerated),
+    itself differentiable (double backward); forward-mode tangents are the sketch of the tangent.
+
+    Raises:
+        TypeError / ValueError naming the argument for a wrong x, kind, k (>= 1), seed, or nnz.
+    """
+    _check_args("sketch", kind, k, seed, nnz)
+    return _sketch(x, kind, k, seed, nnz)
+
+
+def gaussian_sketch(x, k: int, seed: int):
+    """x S^T with a Gaussian S (entries N(0, 1)/sqrt(k)); see sketch."""
+    return sketch(x, "gaussian", k, seed)
+
+
+def rademacher_sketch(x, k: int, seed: int):
+    """x S^T with a Rademacher S (entries +-1/sqrt(k)); see sketch."""
+    return sketch(x, "rademacher", k, seed)
+
+
+def sparse_sign_sketch(x, k: int, nnz: int, seed: int):
+    """x S^T with a sparse-sign S (nnz entries +-1/sqrt(nnz) per column; CountSketch at nnz = 1); see sketch."""
+    return sketch(x, "sparse_sign", k, seed, nnz)

@@ -1,0 +1,29 @@
+"""Benchmark rows of the sketch family: x·Sᵀ with S regenerated per call, against the reference (S
+built by the plain-torch Philox, then one matmul)."""
+from __future__ import annotations
+
+import torch
+
+from .. import ops, reference
+from .cases import Case
+
+
+def _setup(batch, n):
+    def setup(device, dtype, gen):
+        return {"x": torch.randn(batch, n, generator=gen, dtype=torch.float64).to(device, dtype).requires_grad_()}
+    return setup
+
+
+def _case(batch, n, k, kind, devices, quick, nnz=8):
+    return Case("sketch", f"b{batch} {n}->{k} {kind}", _setup(batch, n),
+                run=lambda a: ops.sketch(a["x"], kind, k, 1234, nnz),
+                reference=lambda a: reference.sketch.sketch(a["x"], kind, k, 1234, nnz),
+                grads=("x",), flops=2.0 * batch * n * k, bytes=float(4 * (batch * n + batch * k)),
+                devices=devices, quick=quick)
+
+
+CASES = [
+    *(_case(256, 4096, 256, kind, ("cpu",), True) for kind in ("gaussian", "rademacher", "sparse_sign")),
+    *(_case(4096, 16384, 1024, kind, ("cuda", "mps"), kind != "sparse_sign")
+      for kind in ("gaussian", "rademacher", "sparse_sign")),
+]

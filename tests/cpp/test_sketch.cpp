@@ -1,0 +1,194 @@
+// Sketch operators (swisk/kernels/sketch.h): Philox4x32-10's known answers, and the generation kernel
+// on every host backend (bitwise the same operator, tiles that agree with the whole, the entry rules).
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "harness.h"
+#include "swisk/ops/sketch.h"
+#include "views.h"
+
+using namespace swisk;
+
+namespace {
+
+SkU4 u4(sk_u32 x, sk_u32 y, sk_u32 z, sk_u32 w) { return SkU4{x, y, z, w}; }
+
+void expect_words(SkU4 got, SkU4 want) {
+  EXPECT_EQ(got.x, want.x);
+  EXPECT_EQ(got.y, want.y);
+  EXPECT_EQ(got.z, want.z);
+  EXPECT_EQ(got.w, want.w);
+}
+
+const Backend kHost[] = {Backend::cpu, Backend::cuda_emu, Backend::metal_emu};
+constexpr int64_t kSeed = 0x0123456789abcdefLL;
+
+// Tile [r0, r1) x [c0, c1) of the k x n operator on backend be.
+template <typename T>
+std::vector<T> tile(Backend be, const char* kind, int64_t k, int64_t n, int64_t r0, int64_t r1, int64_t c0,
+                    int64_t c1, int64_t nnz = 3, int64_t seed = kSeed) {
+  const int64_t size = r1 > r0 && c1 > c0 ? (r1 - r0) * (c1 - c0) : 0;  // bad ranges: refused before use
+  std::vector<T> like, out(size_t(size), T(7));                          // 7: unwritten entries show
+  SketchMatrixArgs a;
+  a.x = make_view(like, {0});
+  a.out = make_view(out, {r1 - r0, c1 - c0});
+  a.kind = kind;
+  a.k = k, a.n = n, a.seed = seed, a.r0 = r0, a.r1 = r1, a.c0 = c0, a.c1 = c1, a.nnz = nnz;
+  a.launch.backend = be;
+  sketch_matrix(a);
+  return out;
+}
+
+template <typename T>
+std::vector<T> whole(Backend be, const char* kind, int64_t k, int64_t n, int64_t nnz = 3) {
+  return tile<T>(be, kind, k, n, 0, k, 0, n, nnz);
+}
+
+}  // namespace
+
+// Random123's known-answer vectors for philox4x32_10.
+TEST(Sketch, PhiloxKnownAnswers) {
+  expect_words(sk_philox4x32_10(u4(0, 0, 0, 0), 0, 0), u4(0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8));
+  expect_words(sk_philox4x32_10(u4(~0u, ~0u, ~0u, ~0u), ~0u, ~0u),
+               u4(0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd));
+  expect_words(sk_philox4x32_10(u4(0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), 0xa4093822, 0x299f31d0),
+               u4(0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1));
+  EXPECT_EQ(sk_mulhi(0xffffffffu, 0xffffffffu), 0xfffffffeu);
+}
+
+// The first vector through every backend: Gaussian entry (0, 0) under seed 0 draws counter (0, 0, 0, 0)
+// with key (0, 0), so it is Box-Muller of the known words 6627e8d5 and e169c58d (k = 1: unit scale).
+TEST(Sketch, KnownAnswerThroughEveryBackend) {
+  const float u1 = float((0x6627e8d5u >> 8) + 1) * 0x1p-24f, u2 = float((0xe169c58du >> 8) + 1) * 0x1p-24f;
+  const float want = sk_sqrt(-2.0f * sk_log(u1)) * sk_cospi(2.0f * u2);
+  EXPECT_NEAR(want, 0.991138, 1e-5);  // by hand: sqrt(-2 ln 0.39904648) cos(2 pi 0.88052022)
+  for (Backend be : kHost) EXPECT_EQ(tile<float>(be, "gaussian", 1, 1, 0, 1, 0, 1, 3, 0)[0], want);
+}
+
+// Every backend's Rademacher entry is the sign the generator gives for (column, row, 1, 0) under the
+// seed's two key words: the generator runs through cpu, cuda-emu and metal-emu.
+TEST(Sketch, RademacherSignsAreThePhiloxBits) {
+  const int64_t k = 9, n = 300;
+  const float s = float(1.0 / std::sqrt(9.0));
+  for (Backend be : kHost) {
+    const auto S = whole<float>(be, "rademacher", k, n);
+    int negatives = 0;
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        const SkU4 w = sk_philox4x32_10(u4(sk_u32(c), sk_u32(r), SK_SKETCH_rademacher, 0), sk_u32(kSeed & 0xffffffff),
+                                        sk_u32(uint64_t(kSeed) >> 32));
+        EXPECT_EQ(S[r * n + c], (w.x >> 31) ? -s : s);
+        negatives += S[r * n + c] < 0;
+      }
+    EXPECT_TRUE(negatives > 1200 && negatives < 1500);  // 2700 fair signs
+  }
+}
+
+// cpu, cuda-emu and metal-emu give bitwise the same operator, for every kind and 16-bit dtype.
+TEST(Sketch, BackendsAgreeBitwise) {
+  for (const char* kind : {"gaussian", "rademacher", "sparse_sign"}) {
+    const auto ref = whole<float>(Backend::cpu, kind, 37, 530, 5);
+    for (Backend be : {Backend::cuda_emu, Backend::metal_emu}) {
+      const auto got = whole<float>(be, kind, 37, 530, 5);
+      EXPECT_TRUE(std::memcmp(got.data(), ref.data(), ref.size() * sizeof(float)) == 0);
+    }
+    // fp64 (CPU): the fp32 values, widened exactly
+    const auto wide = whole<double>(Backend::cpu, kind, 37, 530, 5);
+    for (size_t i = 0; i < ref.size(); ++i) EXPECT_EQ(wide[i], double(ref[i]));
+  }
+}
+
+// A tile is the block of the whole operator, on every backend, for ragged row and column ranges.
+TEST(Sketch, TilesAreBlocksOfTheWhole) {
+  const int64_t k = 21, n = 77;
+  for (const char* kind : {"gaussian", "rademacher", "sparse_sign"}) {
+    const auto S = whole<float>(Backend::cpu, kind, k, n, 4);
+    for (Backend be : kHost) {
+      const int64_t r0 = 3, r1 = 17, c0 = 5, c1 = 70;
+      const auto T = tile<float>(be, kind, k, n, r0, r1, c0, c1, 4);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) EXPECT_EQ(T[(r - r0) * (c1 - c0) + (c - c0)], S[r * n + c]);
+    }
+  }
+}
+
+// Sparse-sign: nnz distinct non-zeros of +-1/sqrt(nnz) in every column; CountSketch at nnz = 1; all
+// rows when nnz = k.
+TEST(Sketch, SparseSignColumns) {
+  for (int64_t nnz : {1, 3, 8, 8}) {
+    const int64_t k = nnz == 8 ? 8 : 16, n = 200;
+    const float s = float(1.0 / std::sqrt(double(nnz)));
+    for (Backend be : kHost) {
+      const auto S = whole<float>(be, "sparse_sign", k, n, nnz);
+      for (int64_t c = 0; c < n; ++c) {
+        int count = 0;
+        for (int64_t r = 0; r < k; ++r) {
+          const float v = S[r * n + c];
+          EXPECT_TRUE(v == 0 || v == s || v == -s);
+          count += v != 0;
+        }
+        EXPECT_EQ(count, int(nnz));
+      }
+    }
+  }
+}
+
+TEST(Sketch, GaussianMoments) {
+  const int64_t k = 50, n = 2000;
+  const auto S = whole<float>(Backend::cpu, "gaussian", k, n);
+  double m1 = 0, m2 = 0;
+  for (float v : S) m1 += v * std::sqrt(double(k)), m2 += double(v) * v * k;
+  m1 /= double(S.size()), m2 /= double(S.size());
+  EXPECT_NEAR(m1, 0.0, 0.01);
+  EXPECT_NEAR(m2, 1.0, 0.02);
+}
+
+TEST(Sketch, SeedsGiveDifferentOperators) {
+  const auto a = tile<float>(Backend::cpu, "rademacher", 8, 64, 0, 8, 0, 64, 3, 1);
+  const auto b = tile<float>(Backend::cpu, "rademacher", 8, 64, 0, 8, 0, 64, 3, int64_t(1) << 32);  // high word
+  int differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+  EXPECT_TRUE(differ > 150 && differ < 360);
+}
+
+TEST(Sketch, BadArguments) {
+  EXPECT_THROW_MSG(tile<float>(Backend::cpu, "haar", 4, 4, 0, 4, 0, 4), Error,
+                   "[sketch_matrix] kind: unknown sketch 'haar'; valid: gaussian, rademacher, sparse_sign");
+  EXPECT_THROW_MSG(tile<float>(Backend::cpu, "gaussian", 0, 4, 0, 0, 0, 4), Error, "[sketch_matrix] k: must be");
+  EXPECT_THROW_MSG(tile<float>(Backend::cpu, "sparse_sign", 4, 4, 0, 4, 0, 4, 5), Error, "[sketch_matrix] nnz:");
+  EXPECT_THROW_MSG(tile<float>(Backend::cpu, "sparse_sign", 4, 4, 0, 4, 0, 4, 0), Error, "[sketch_matrix] nnz:");
+  EXPECT_THROW_MSG(tile<float>(Backend::cpu, "gaussian", 4, 4, 0, 4, 0, 4, 3, -1), Error, "[sketch_matrix] seed:");
+  EXPECT_THROW_MSG(tile<float>(Backend::cpu, "gaussian", 4, 4, 2, 5, 0, 4), Error, "[sketch_matrix] rows:");
+  EXPECT_THROW_MSG(tile<float>(Backend::cpu, "gaussian", 4, 4, 0, 4, 3, 2), Error, "[sketch_matrix] cols:");
+  EXPECT_THROW_MSG(tile<double>(Backend::cuda_emu, "gaussian", 4, 4, 0, 4, 0, 4), Error, "float64 is not supported");
+  EXPECT_EQ(sketch_id("sketch", "sparse_sign"), SK_SKETCH_sparse_sign);
+}
+
+// FWHT of a unit vector e_j is column j of the Sylvester matrix, H[i][j] = (-1)^popcount(i & j), scaled:
+// on every backend, within one shared chunk and past it (global stages).
+TEST(Sketch, FwhtOfUnitVectors) {
+  for (int64_t n : {1, 8, 8192}) {
+    for (Backend be : kHost) {
+      const int64_t j = n / 2 + n / 8;  // a few bits set
+      std::vector<float> x(size_t(2 * n), 0.0f), y(size_t(2 * n), 7.0f);
+      x[size_t(j)] = 1.0f;
+      x[size_t(n + 1 % n)] = 1.0f;  // second row: e_1 (e_0 when n = 1)
+      FwhtArgs a;
+      a.x = make_view(x, {2, n});
+      a.out = make_view(y, {2, n});
+      a.scale = 0.5;
+      a.launch.backend = be;
+      fwht(a);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(y[size_t(i)], __builtin_popcountll(uint64_t(i & j)) % 2 ? -0.5f : 0.5f);
+        EXPECT_EQ(y[size_t(n + i)], __builtin_popcountll(uint64_t(i & (1 % n))) % 2 ? -0.5f : 0.5f);
+      }
+    }
+  }
+  std::vector<float> x(6), y(6);
+  FwhtArgs a;
+  a.x = make_view(x, {2, 3});
+  a.out = make_view(y, {2, 3});
+  EXPECT_THROW_MSG(fwht(a), Error, "[fwht] x: the last dimension must be a power of two below 2^31, got 3");
+}

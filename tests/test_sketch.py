@@ -1,0 +1,325 @@
+"""swisk.ops.sketch / sketch_matrix against swisk.reference.sketch on every backend."""
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import swisk
+from swisk import testing
+from swisk._ops import sketch as sketch_ops
+from swisk.reference import sketch as ref
+
+KINDS = ["gaussian", "rademacher", "sparse_sign"]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+# Gaussian entries: the kernels' fp32 log / cospi against torch's fp64 ones, a few fp32 ulps, then the
+# dtype's rounding (which may then fall either side): relative bounds per dtype.
+GAUSS_RTOL = {torch.float32: 2e-6, torch.float64: 2e-6, torch.float16: 1e-3, torch.bfloat16: 8e-3}
+
+
+def host(backend):
+    return backend in ("cpu", "cuda-emu", "metal-emu")
+
+
+def test_reference_philox_known_answers():
+    vectors = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+               ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+               ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+                (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]
+    for ctr, key, want in vectors:
+        assert tuple(int(w) for w in ref.philox4x32_10(ctr, key)) == want
+
+
+def assert_same_operator(got, want, kind, dtype):
+    if kind == "gaussian":
+        torch.testing.assert_close(got.cpu(), want, rtol=GAUSS_RTOL[dtype], atol=1e-7)
+    else:
+        assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_matrix_matches_reference(backend, kind, dtype):
+    if dtype == torch.float64 and backend != "cpu":
+        pytest.skip("float64 is CPU-only")
+    dev = testing.device_of(backend)
+    seed = int.from_bytes(os.urandom(7), "little")
+    got = swisk.ops.sketch_matrix(kind, 19, 203, seed, dtype=dtype, device=dev, nnz=5)
+    assert got.shape == (19, 203) and got.dtype == dtype and got.device.type == dev.type
+    assert_same_operator(got, ref.sketch_matrix(kind, 19, 203, seed, dtype, nnz=5), kind, dtype)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_backend_gives_the_same_operator(kind):
+    seed = 2**63 - 12345
+    ops = {}
+    for b in testing.backend_ids():
+        with testing.backend(b):
+            ops[b] = swisk.ops.sketch_matrix(kind, 33, 300, seed, device=testing.device_of(b), nnz=7).cpu()
+    for b, S in ops.items():
+        if host(b) or kind != "gaussian":
+            assert torch.equal(S, ops["cpu"]), b
+        else:  # a GPU's own log and cos
+            torch.testing.assert_close(S, ops["cpu"], rtol=GAUSS_RTOL[torch.float32], atol=1e-7)
+    # fp64 holds the fp32 values exactly
+    assert torch.equal(swisk.ops.sketch_matrix(kind, 33, 300, seed, torch.float64, nnz=7), ops["cpu"].double())
+
+
+_HASH = """
+import hashlib, swisk, torch
+h = hashlib.sha256()
+for kind in ("gaussian", "rademacher", "sparse_sign"):
+    h.update(swisk.ops.sketch_matrix(kind, 64, 3001, 77, nnz=6).numpy().tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_independent_of_the_thread_count():
+    digests = set()
+    for threads in ("1", "2", "3"):
+        env = dict(os.environ, OMP_NUM_THREADS=threads)
+        out = subprocess.run([sys.executable, "-c", _HASH], env=env, capture_output=True, text=True, check=True)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1
+
+
+def test_seeds_and_repeats():
+    a = swisk.ops.sketch_matrix("rademacher", 16, 64, 5)
+    assert torch.equal(a, swisk.ops.sketch_matrix("rademacher", 16, 64, 5))
+    for other in (6, 5 + (1 << 32)):  # both key words matter
+        frac = (a != swisk.ops.sketch_matrix("rademacher", 16, 64, other)).float().mean().item()
+        assert 0.4 < frac < 0.6
+    s1 = swisk.ops.sketch_matrix("sparse_sign", 16, 64, 5, nnz=2)
+    assert not torch.equal(s1 != 0, swisk.ops.sketch_matrix("sparse_sign", 16, 64, 6, nnz=2) != 0)
+
+
+def test_sparse_structure_and_count_sketch(backend):
+    dev = testing.device_of(backend)
+    for k, nnz in ((10, 1), (10, 4), (6, 6), (100, 64)):
+        S = swisk.ops.sketch_matrix("sparse_sign", k, 500, 3, device=dev, nnz=nnz).cpu()
+        assert ((S != 0).sum(0) == nnz).all()
+        assert set(S[S != 0].abs().unique().tolist()) == {ref.scale("sparse_sign", k, nnz)}
+        assert 0.4 < (S > 0).sum() / (S != 0).sum() < 0.6
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kind", KINDS)
+def test_sketch_matches_x_times_st(backend, rng, kind, dtype):
+    if dtype == torch.float64 and backend != "cpu":
+        pytest.skip("float64 is CPU-only")
+    dev = testing.device_of(backend)
+    x = torch.randn(3, 4, 150, generator=rng, dtype=dtype)
+    y = swisk.ops.sketch(x.to(dev), kind, 12, 99, nnz=3)
+    S = swisk.ops.sketch_matrix(kind, 12, 150, 99, dtype, dev, nnz=3).cpu()  # the reference's up to GAUSS_RTOL
+    assert y.shape == (3, 4, 12)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(y.cpu(), x @ S.T, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_non_contiguous_and_empty(backend, rng, dtype):
+    dev = testing.device_of(backend)
+    x = torch.randn(40, 6, generator=rng)
+    for kind in KINDS:
+        S = swisk.ops.sketch_matrix(kind, 5, 40, 17, dtype, dev, nnz=2)
+        y = swisk.ops.sketch(x.to(dev, dtype).T, kind, 5, 17, nnz=2)  # non-contiguous (6, 40)
+        assert y.dtype == dtype and y.shape == (6, 5)
+        torch.testing.assert_close(y.cpu().float(), x.T @ S.cpu().float().T, rtol=2e-2, atol=3e-2)
+        empty = swisk.ops.sketch(torch.zeros(0, 3, 40, dtype=dtype, device=dev), kind, 5, 17, nnz=2)
+        assert empty.shape == (0, 3, 5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_column_tiles_are_bounded(monkeypatch, rng, kind):
+    """A small workspace: S comes in many column tiles, none past the workspace; same result."""
+    x = torch.randn(5, 1000, generator=rng, dtype=torch.float64)
+    want = swisk.ops.sketch(x, kind, 8, 1, nnz=2)
+    shapes = []
+    tile = sketch_ops._tile
+
+    def spy(*args):
+        out = tile(*args)
+        shapes.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setattr(sketch_ops, "_tile", spy)
+    with swisk.config.using(workspace_bytes=8 * 8 * 64):  # 64 columns of k = 8 fp64 values
+        got = swisk.ops.sketch(x, kind, 8, 1, nnz=2)
+        g = torch.randn(5, 8, generator=rng, dtype=torch.float64)
+        gx = torch.ops.swisk.sketch_transpose(g, kind, 1000, 1, 2)
+    assert len(shapes) == 2 * 16 and max(r * c for r, c in shapes) <= 8 * 64
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(gx, g @ swisk.ops.sketch_matrix(kind, 8, 1000, 1, torch.float64, nnz=2))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_johnson_lindenstrauss(kind):
+    """E ||S x||^2 = ||x||^2: the mean ratio over 300 seeds within 10%."""
+    x = torch.randn(64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    ratios = [swisk.ops.sketch(x, kind, 16, seed, nnz=4).square().sum() / x.square().sum() for seed in range(300)]
+    mean = torch.stack(ratios).mean().item()
+    assert abs(mean - 1) < 0.1, mean
+
+
+def test_named_forms(rng):
+    x = torch.randn(7, 40, generator=rng)
+    assert torch.equal(swisk.ops.gaussian_sketch(x, 6, 3), swisk.ops.sketch(x, "gaussian", 6, 3))
+    assert torch.equal(swisk.ops.rademacher_sketch(x, 6, 3), swisk.ops.sketch(x, "rademacher", 6, 3))
+    assert torch.equal(swisk.ops.sparse_sign_sketch(x, 6, 2, 3), swisk.ops.sketch(x, "sparse_sign", 6, 3, nnz=2))
+    assert not torch.equal(swisk.ops.sparse_sign_sketch(x, 6, 1, 3), swisk.ops.sparse_sign_sketch(x, 6, 2, 3))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gradcheck_fp64(rng, kind):
+    x = torch.randn(3, 20, generator=rng, dtype=torch.float64, requires_grad=True)
+    f = lambda x: swisk.ops.sketch(x, kind, 5, 11, nnz=2)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x,))
+    assert torch.autograd.gradgradcheck(f, (x,))
+    g = torch.randn(3, 5, generator=rng, dtype=torch.float64, requires_grad=True)
+    t = lambda g: torch.ops.swisk.sketch_transpose(g, kind, 20, 11, 2)  # noqa: E731
+    assert torch.autograd.gradcheck(t, (g,))
+    assert torch.autograd.gradgradcheck(t, (g,))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_backward_is_the_exact_transpose(backend, rng, kind):
+    dev = testing.device_of(backend)
+    x = torch.randn(4, 30, generator=rng).to(dev).requires_grad_()
+    gy = torch.randn(4, 6, generator=rng)
+    swisk.ops.sketch(x, kind, 6, 8, nnz=3).backward(gy.to(dev))
+    S = swisk.ops.sketch_matrix(kind, 6, 30, 8, nnz=3)
+    torch.testing.assert_close(x.grad.cpu(), gy @ S, rtol=1e-5, atol=1e-5)
+
+
+def test_forward_mode_and_vmap(rng):
+    x = torch.randn(4, 30, generator=rng, dtype=torch.float64)
+    t = torch.randn(4, 30, generator=rng, dtype=torch.float64)
+    f = lambda x: swisk.ops.sketch(x, "gaussian", 6, 2)  # noqa: E731
+    y, jt = torch.func.jvp(f, (x,), (t,))
+    torch.testing.assert_close(y, f(x))
+    torch.testing.assert_close(jt, f(t))
+    import torch.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        out = f(fwAD.make_dual(x, t))
+        torch.testing.assert_close(fwAD.unpack_dual(out).tangent, f(t))
+    torch.testing.assert_close(torch.func.jacrev(f)(x[0]), swisk.ops.sketch_matrix("gaussian", 6, 30, 2, torch.float64))
+    torch.testing.assert_close(torch.func.vmap(f)(x.view(2, 2, 30)), f(x).view(2, 2, 6))
+    hvp = torch.func.jacfwd(torch.func.grad(lambda v: f(v).square().sum()))(x[0])
+    S = swisk.ops.sketch_matrix("gaussian", 6, 30, 2, torch.float64)
+    torch.testing.assert_close(hvp, 2 * S.T @ S)
+
+
+def test_opcheck(rng):
+    x = torch.randn(5, 24, generator=rng, requires_grad=True)
+    for kind in KINDS:
+        torch.library.opcheck(torch.ops.swisk.sketch.default, (x, kind, 6, 4, 3))
+        torch.library.opcheck(torch.ops.swisk.sketch_transpose.default, (torch.randn(5, 6, generator=rng), kind, 24, 4, 3))
+        torch.library.opcheck(torch.ops.swisk.sketch_matrix.default, (torch.empty(0), kind, 6, 24, 4, 1, 5, 3, 20, 3))
+
+
+def test_compile_fullgraph(rng):
+    x = torch.randn(8, 32, generator=rng, requires_grad=True)
+
+    @torch.compile(fullgraph=True)
+    def f(x):
+        return swisk.ops.sketch(torch.tanh(x), "rademacher", 4, 123).square().sum()
+
+    y = f(x)
+    S = swisk.ops.sketch_matrix("rademacher", 4, 32, 123)
+    torch.testing.assert_close(y, (torch.tanh(x) @ S.T).square().sum())
+    y.backward()
+    xr = x.detach().requires_grad_()
+    (torch.tanh(xr) @ S.T).square().sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad)
+
+
+def bad(exc, match, fn, *args, **kw):
+    with pytest.raises(exc, match=match):
+        fn(*args, **kw)
+
+
+def test_bad_inputs(backend):
+    if not host(backend):
+        pytest.skip("host backends")
+    x = torch.randn(3, 10)
+    sk, sm = swisk.ops.sketch, swisk.ops.sketch_matrix
+    bad(ValueError, r"\[sketch\] kind: unknown sketch 'haar'", sk, x, "haar", 4, 1)
+    bad(TypeError, r"\[sketch\] kind: expected a str", sk, x, 3, 4, 1)
+    bad(ValueError, r"\[sketch\] k: must be in \[1", sk, x, "gaussian", 0, 1)
+    bad(ValueError, r"\[sketch\] k: must be in \[1, 2\^31\), got 1180591620717411303424", sk, x, "gaussian", 2**70, 1)
+    bad(ValueError, r"\[sketch_matrix\] n: must be in \[1", sm, "gaussian", 4, 1 << 31, 1)
+    bad(TypeError, r"\[sketch\] k: expected an int", sk, x, "gaussian", 2.0, 1)
+    bad(ValueError, r"\[sketch\] seed: must be a non-negative int below 2\^63", sk, x, "gaussian", 4, -1)
+    bad(ValueError, r"\[sketch\] seed: must be a non-negative", sk, x, "gaussian", 4, 1 << 63)
+    bad(TypeError, r"\[sketch\] seed: expected an int", sk, x, "gaussian", 4, 1.5)
+    bad(ValueError, r"\[sketch\] nnz: must be in \[1, min\(k", sk, x, "sparse_sign", 4, 1, nnz=5)
+    bad(ValueError, r"\[sketch\] nnz:", sk, x, "sparse_sign", 4, 1, nnz=0)
+    bad(TypeError, r"\[sketch\] x: expected a floating-point tensor", sk, torch.ones(3, 10, dtype=torch.int64),
+        "gaussian", 4, 1)
+    bad(TypeError, r"\[sketch\] x: expected a torch.Tensor", sk, [1.0], "gaussian", 4, 1)
+    bad(ValueError, r"\[sketch\] x: must be \(\.\.\., n\)", sk, torch.tensor(1.0), "gaussian", 4, 1)
+    bad(ValueError, r"\[sketch_matrix\] n: must be in \[1", sm, "gaussian", 4, 0, 1)
+    bad(ValueError, r"\[sketch_matrix\] seed:", sm, "gaussian", 4, 5, 2**64)
+    bad(TypeError, r"\[sketch_matrix\] dtype: expected a torch.dtype", sm, "gaussian", 4, 5, 1, dtype="float")
+    bad(TypeError, r"\[sketch_matrix\] dtype: expected a floating-point tensor", sm, "gaussian", 4, 5, 1,
+        dtype=torch.int32)
+    if backend != "cpu":
+        bad(TypeError, "float64 is not supported on the GPU", sm, "gaussian", 4, 5, 1, dtype=torch.float64)
+        bad(TypeError, "float64 is not supported on the GPU", sk, x.double(), "gaussian", 4, 1)
+
+
+# ---- FWHT ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_fwht_is_the_hadamard_matrix(backend, rng, dtype):
+    if dtype == torch.float64 and backend != "cpu":
+        pytest.skip("float64 is CPU-only")
+    dev = testing.device_of(backend)
+    for n in (1, 2, 64, 4096, 16384):  # 16384: two stages past the GPUs' shared chunk
+        x = torch.randn(2, 3, n, generator=rng, dtype=torch.float64)
+        want = x @ ref.hadamard(n).T * 0.25 if n <= 4096 else ref.fwht(x, 0.25)
+        y = swisk.ops.fwht(x.to(dev, dtype), 0.25)
+        assert y.dtype == dtype and y.shape == x.shape
+        rel = ((y.cpu().double() - want).abs().max() / want.abs().max()).item()
+        assert rel < {torch.float64: 1e-14, torch.float32: 1e-6, torch.bfloat16: 3e-2}[dtype] * max(1, math.log2(n)), n
+
+
+def test_fwht_orthonormal_is_its_own_inverse(backend, rng):
+    dev = testing.device_of(backend)
+    x = torch.randn(5, 1024, generator=rng).to(dev)
+    s = 1024 ** -0.5
+    torch.testing.assert_close(swisk.ops.fwht(swisk.ops.fwht(x, s), s), x, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(swisk.ops.fwht(x), swisk.ops.fwht(x, None))
+
+
+def test_fwht_derivatives(rng):
+    x = torch.randn(3, 16, generator=rng, dtype=torch.float64, requires_grad=True)
+    f = lambda x: swisk.ops.fwht(x, 0.3)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x,))
+    assert torch.autograd.gradgradcheck(f, (x,))
+    t = torch.randn(3, 16, generator=rng, dtype=torch.float64)
+    y, jt = torch.func.jvp(f, (x.detach(),), (t,))
+    torch.testing.assert_close(jt, f(t))
+    torch.testing.assert_close(torch.func.vmap(f)(x.detach().view(3, 1, 16)), f(x.detach()).view(3, 1, 16))
+    torch.library.opcheck(torch.ops.swisk.fwht.default, (x, 0.3))
+
+    @torch.compile(fullgraph=True)
+    def g(x):
+        return swisk.ops.fwht(x.sin(), 0.5).square().sum()
+
+    torch.testing.assert_close(g(x), ref.fwht(x.sin(), 0.5).square().sum())
+
+
+def test_fwht_bad_inputs(backend):
+    if not host(backend):
+        pytest.skip("host backends")
+    bad(ValueError, r"\[fwht\] x: the last dimension must be a power of two below 2\^31, got 12", swisk.ops.fwht,
+        torch.randn(2, 12))
+    bad(ValueError, r"\[fwht\] x: the last dimension must be a power of two", swisk.ops.fwht, torch.randn(2, 0))
+    bad(ValueError, r"\[fwht\] x: must be \(\.\.\., n\)", swisk.ops.fwht, torch.tensor(1.0))
+    bad(TypeError, r"\[fwht\] scale: expected a float or None, got str", swisk.ops.fwht, torch.randn(4), "a")
+    bad(ValueError, r"\[fwht\] scale: must be finite", swisk.ops.fwht, torch.randn(4), math.inf)
+    bad(TypeError, r"\[fwht\] x: expected a floating-point tensor", swisk.ops.fwht, torch.ones(4, dtype=torch.int32))
+    if backend != "cpu":
+        bad(TypeError, "float64 is not supported on the GPU", swisk.ops.fwht, torch.randn(4, dtype=torch.float64))
