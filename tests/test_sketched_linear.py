@@ -153,3 +153,28 @@ def test_layer_bad_arguments():
         SKLinear(8, 6, 1, 2, W_init=torch.randn(8, 6))
     with pytest.raises(ValueError, match=r"\[SKLinear\] seed"):
         SKLinear(8, 8, 1, 2, seed=-1)
+
+
+def test_seeded_layer_regenerates_its_operators(rng):
+    """seed=: no U1s/U2s stored (the state_dict holds the seed); the operators are ±1/sqrt(r) Rademacher
+    matrices, the same for the same seed and different for another; the layer computes the formulation
+    with them, and loads from its state_dict."""
+    torch.manual_seed(0)
+    a = SKLinear(24, 12, 2, 3, dtype=F64, seed=12345)
+    sd = a.state_dict()
+    assert set(sd) == {"S1s", "S2s", "bias", "seed"} and int(sd["seed"]) == 12345
+    u1, u2 = a.operators()
+    assert u1.shape == (2, 3, 12) and u2.shape == (2, 24, 3)
+    torch.testing.assert_close(u1.abs(), torch.full_like(u1, 1 / math.sqrt(3)), rtol=1e-7, atol=0)  # fp32 1/√r
+    u1b, _ = SKLinear(24, 12, 2, 3, dtype=F64, seed=12345).operators()
+    assert torch.equal(u1, u1b)
+    assert not torch.equal(u1, SKLinear(24, 12, 2, 3, dtype=F64, seed=12346).operators()[0])
+    assert not torch.equal(u1[0], u1[1])
+    x = torch.randn(4, 24, generator=rng, dtype=F64)
+    assert rel_err(a(x), reference.sketched_linear(x, a.S1s, a.S2s, u1, u2, a.bias)) <= 1e-13
+    b = SKLinear(24, 12, 2, 3, dtype=F64, seed=1)
+    b.load_state_dict(sd)
+    assert torch.equal(a(x), b(x))
+    y = a(x).sum()
+    y.backward()
+    assert a.S1s.grad.abs().sum() > 0 and a.S2s.grad.abs().sum() > 0

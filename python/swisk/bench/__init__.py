@@ -7,7 +7,7 @@ import importlib
 import torch
 
 # One module per op family, each with a CASES list (see cases.Case).
-FAMILIES = ["spline", "wavelet", "conv", "sketch", "overhead", "peers"]
+FAMILIES = ["spline", "wavelet", "conv", "sketch", "sketched", "overhead", "peers"]
 
 
 def all_cases() -> list:

@@ -1,0 +1,36 @@
+"""Benchmark rows of the sketched linear layer: swisk.ops.sketched_linear (two GEMMs through the
+(batch, 2·T·r) intermediate) against Panther's formulation (T terms over the expanded input)."""
+from __future__ import annotations
+
+import torch
+
+from .. import ops, reference
+from .cases import Case
+
+_ARGS = ("x", "S1s", "S2s", "U1s", "U2s", "bias")
+
+
+def _setup(batch, fin, fout, t, r):
+    def setup(device, dtype, gen):
+        f64 = dict(generator=gen, dtype=torch.float64)
+        sign = lambda m, n: torch.sign(torch.rand(t, m, n, **f64) - 0.5) / m ** 0.5  # noqa: E731
+        a = {"x": torch.randn(batch, fin, **f64), "S1s": torch.randn(t, fin, r, **f64) / fin ** 0.5,
+             "S2s": torch.randn(t, r, fout, **f64) / r ** 0.5, "U1s": sign(r, fout),
+             "U2s": sign(r, fin).transpose(1, 2).contiguous(), "bias": torch.randn(fout, **f64)}
+        a = {k: v.to(device, dtype) for k, v in a.items()}
+        for k in ("x", "S1s", "S2s", "bias"):
+            a[k].requires_grad_()
+        return a
+    return setup
+
+
+def _case(batch, fin, fout, t, r):
+    flops = 2.0 * batch * 2 * t * r * (fin + fout)
+    return Case("sketched_linear", f"b{batch} {fin}->{fout} T={t} r={r}", _setup(batch, fin, fout, t, r),
+                run=lambda a: ops.sketched_linear(*(a[k] for k in _ARGS)),
+                reference=lambda a: reference.sketched_linear(*(a[k] for k in _ARGS)),
+                grads=("x", "S1s", "S2s", "bias"), flops=flops,
+                goal="CPU: fwd+bwd >= 1.5x Panther's formulation")
+
+
+CASES = [_case(256, 2048, 1024, 8, 128), _case(256, 1024, 512, 6, 96)]
