@@ -178,3 +178,28 @@ def test_seeded_layer_regenerates_its_operators(rng):
     y = a(x).sum()
     y.backward()
     assert a.S1s.grad.abs().sum() > 0 and a.S2s.grad.abs().sum() > 0
+
+
+def test_panther_sketch_operators_seeded():
+    """swisk.compat.panther.sketch: Panther's signatures and scalings on the seeded Philox operators."""
+    from swisk.compat.panther import sketch as sk
+    s = sk.scaled_sign_sketch(16, 40, seed=5)
+    assert s.shape == (16, 40) and torch.equal(s, sk.scaled_sign_sketch(16, 40, seed=5))
+    torch.testing.assert_close(s.abs(), torch.full_like(s, 0.25))
+    c = sk.count_skop(8, 50, seed=1)
+    assert ((c != 0).sum(0) == 1).all() and set(c[c != 0].abs().tolist()) == {1.0}
+    j = sk.sjlt_skop(8, 50, sparsity=3, seed=1)
+    assert ((j != 0).sum(0) == 3).all()
+    torch.testing.assert_close(j[j != 0].abs(), torch.full(((j != 0).sum(),), 3 ** -0.5))
+    g = sk.gaussian_skop(64, 300, seed=2)
+    assert abs(g.var().item() * 64 - 1) < 0.1
+    d = sk.dense_sketch_operator(64, 300, sk.DistributionFamily.Gaussian, seed=2)
+    torch.testing.assert_close(d, g * 8)
+    u = sk.dense_sketch_operator(64, 300, sk.DistributionFamily.Uniform, seed=2)
+    assert u.abs().max() <= 3 ** 0.5 and abs(u.var().item() - 1) < 0.1
+    torch.manual_seed(0)
+    a = sk.gaussian_skop(4, 6)
+    torch.manual_seed(0)
+    assert torch.equal(a, sk.gaussian_skop(4, 6))
+    with pytest.raises(ValueError, match="distribution"):
+        sk.dense_sketch_operator(4, 4, "cauchy")

@@ -1,0 +1,64 @@
+"""Panther's sketching operators (``panther.sketch``) with its signatures, on swisk's seeded Philox
+operators (swisk.ops.sketch_matrix): the same distribution and scaling as Panther's, and with
+``seed=`` the same matrix on every device and thread count. Without a seed, one is drawn from torch's
+default generator, so ``torch.manual_seed`` makes a call reproducible (the matrices are not Panther's
+own draws)."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ... import ops
+
+__all__ = ["scaled_sign_sketch", "gaussian_skop", "count_skop", "sjlt_skop", "dense_sketch_operator",
+           "DistributionFamily"]
+
+
+class DistributionFamily:
+    """Panther's distribution families for dense_sketch_operator."""
+    Gaussian = "gaussian"
+    Uniform = "uniform"
+
+
+def _seed(seed):
+    if seed is None:
+        return int(torch.randint(0, 2**62, (), dtype=torch.int64))
+    return seed
+
+
+def _matrix(kind, m, n, seed, device, dtype, nnz=8):
+    return ops.sketch_matrix(kind, m, n, _seed(seed), dtype=dtype or torch.float32, device=device or "cpu", nnz=nnz)
+
+
+def scaled_sign_sketch(m: int, n: int, device=None, dtype=None, seed=None) -> torch.Tensor:
+    """(m, n) with entries ±1/√m (Rademacher)."""
+    return _matrix("rademacher", m, n, seed, device, dtype)
+
+
+def gaussian_skop(m: int, d: int, device=None, dtype=None, seed=None) -> torch.Tensor:
+    """(m, d) with entries N(0, 1/m)."""
+    return _matrix("gaussian", m, d, seed, device, dtype)
+
+
+def count_skop(m: int, d: int, device=None, dtype=None, seed=None) -> torch.Tensor:
+    """(m, d) CountSketch: one ±1 per column, at a random row."""
+    return _matrix("sparse_sign", m, d, seed, device, dtype, nnz=1)
+
+
+def sjlt_skop(m: int, d: int, sparsity: int = 2, device=None, dtype=None, seed=None) -> torch.Tensor:
+    """(m, d) sparse JL transform: `sparsity` entries ±1/√sparsity per column, at distinct rows."""
+    return _matrix("sparse_sign", m, d, seed, device, dtype, nnz=sparsity)
+
+
+def dense_sketch_operator(m: int, n: int, distribution, device=None, dtype=None, seed=None) -> torch.Tensor:
+    """(m, n) with unscaled entries: N(0, 1) (Gaussian, the Philox operator) or uniform on [-√3, √3]
+    (Uniform: torch's generator seeded with `seed`, reproducible per device)."""
+    if distribution in (DistributionFamily.Gaussian, "gaussian"):
+        return _matrix("gaussian", m, n, seed, device, dtype) * math.sqrt(m)
+    if distribution in (DistributionFamily.Uniform, "uniform"):
+        dev = torch.device(device or "cpu")
+        g = torch.Generator(device=dev).manual_seed(_seed(seed))
+        u = torch.rand(m, n, generator=g, device=dev, dtype=dtype or torch.float32)
+        return (u - 0.5) * math.sqrt(12.0)
+    raise ValueError(f"[dense_sketch_operator] distribution: expected Gaussian or Uniform, got {distribution!r}")
