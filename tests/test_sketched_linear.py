@@ -203,3 +203,57 @@ def test_panther_sketch_operators_seeded():
     assert torch.equal(a, sk.gaussian_skop(4, 6))
     with pytest.raises(ValueError, match="distribution"):
         sk.dense_sketch_operator(4, 4, "cauchy")
+
+
+def _panther_conv_init(seed, c, o, k, t, r):
+    """Panther's SKConv2d initialisation, draw by draw: U1s (2T draws of rand(r, out)), kernels (C, kh, kw,
+    out) kaiming-uniform, bias uniform(±1/sqrt(fan_in of the kernels)), S1s from kernels·U1ᵀ."""
+    torch.manual_seed(seed)
+    u1 = torch.stack([torch.sign(torch.rand(r, o) - 0.5) / math.sqrt(r) for _ in range(2 * t)])
+    kern = torch.empty(c, k, k, o)
+    torch.nn.init.kaiming_uniform_(kern, a=math.sqrt(5))
+    fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(kern)
+    bias = torch.empty(o).uniform_(-1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
+    s1 = torch.stack([(kern @ u1[i].T).reshape(-1, r) for i in range(2 * t)]).permute(0, 2, 1)
+    return {"U1s": u1, "bias": bias, "S1s": s1.reshape(2 * t * r, c, k, k)}
+
+
+def test_skconv2d_as_panther(rng):
+    from swisk.compat.panther import SKConv2d
+    want = _panther_conv_init(11, 3, 5, 3, 2, 4)
+    torch.manual_seed(11)
+    layer = SKConv2d(3, 5, (3, 3), num_terms=2, low_rank=4)
+    sd = layer.state_dict()
+    assert set(sd) == set(want)
+    for k, v in want.items():
+        torch.testing.assert_close(sd[k], v, rtol=0, atol=0)
+    layer = layer.double()
+    x = torch.randn(2, 3, 9, 7, generator=rng, dtype=F64, requires_grad=True)
+    y = layer(x)
+    ref = reference.sketched_conv2d(x, layer.S1s, layer.U1s, layer.bias, (1, 1), (1, 1))
+    assert y.shape == (2, 5, 9, 7) and rel_err(y, ref) <= 1e-13
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    moving = [x, layer.S1s, layer.bias]
+    for a, b in zip(torch.autograd.grad(y, moving, go), torch.autograd.grad(ref, moving, go)):
+        assert rel_err(a, b) <= 1e-12
+
+
+def test_skconv2d_from_torch_and_seed(rng):
+    from swisk.compat.panther import SKConv2d
+    torch.manual_seed(2)
+    conv = torch.nn.Conv2d(4, 6, 3, stride=2, padding=1).double()
+    sk = SKConv2d.fromTorch(conv, num_terms=16, low_rank=64)
+    assert sk.stride == (2, 2) and sk.padding == (1, 1) and torch.equal(sk.bias, conv.bias)
+    x = torch.randn(2, 4, 8, 8, generator=rng, dtype=F64)
+    want = conv(x)
+    assert rel_err(sk(x), want) < 0.2  # (1/L)·Σ U_iᵀU_i -> I: the sketch approximates the convolution
+    seeded = SKConv2d.fromTorch(conv, num_terms=2, low_rank=4, seed=9)
+    assert set(seeded.state_dict()) == {"S1s", "bias", "seed"}
+    again = SKConv2d.fromTorch(conv, num_terms=2, low_rank=4, seed=9)
+    assert torch.equal(seeded(x), again(x))
+    with pytest.raises(ValueError, match=r"\[SKConv2d\] layer"):
+        SKConv2d.fromTorch(torch.nn.Conv2d(4, 6, 3, groups=2), 1, 2)
+    with pytest.raises(ValueError, match=r"\[SKConv2d\] padding"):
+        SKConv2d(4, 6, padding="full")
+    with pytest.raises(ValueError, match=r"\[sketched_conv2d\] x"):
+        sk(torch.randn(2, 3, 8, 8, dtype=F64))

@@ -67,3 +67,38 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
     x2 = x.reshape(-1, fin)
     y = torch.mm(torch.mm(x2, left), right) if bias is None else torch.addmm(bias, torch.mm(x2, left), right)
     return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
+def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
+    """Panther's sketched convolution: conv2d(x, S1s) into the L·r channels, then the fixed U1s combination
+    (a 1×1 convolution) divided by L; both convolutions are the vendor's.
+
+    Args:
+        x: (N, C, H, W). S1s: (L·r, C, kh, kw) learned; U1s: (L, r, out) fixed; bias: (out,) or None.
+        stride, padding: as torch's conv2d.
+
+    Returns:
+        (N, out, H', W').
+
+    Raises:
+        TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
+    """
+    op = "sketched_conv2d"
+    named = {"x": x, "S1s": S1s, "U1s": U1s} if bias is None else {"x": x, "S1s": S1s, "U1s": U1s, "bias": bias}
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"[{op}] {name}: expected a torch.Tensor, got {type(t).__name__}")
+        if t.dtype != x.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(f"[{op}] {name}: dtype {t.dtype} differs from x's {x.dtype}")
+        if t.device != x.device:
+            raise ValueError(f"[{op}] {name}: on {t.device}, x on {x.device}")
+    if S1s.dim() != 4 or U1s.dim() != 3 or S1s.shape[0] != U1s.shape[0] * U1s.shape[1]:
+        raise ValueError(f"[{op}] S1s: must be (L·r, C, kh, kw) with U1s (L, r, out), got {tuple(S1s.shape)} and "
+                         f"{tuple(U1s.shape)}")
+    if x.dim() != 4 or x.shape[1] != S1s.shape[1]:
+        raise ValueError(f"[{op}] x: must be (N, C={S1s.shape[1]}, H, W), got {tuple(x.shape)}")
+    if bias is not None and tuple(bias.shape) != (U1s.shape[2],):
+        raise ValueError(f"[{op}] bias: must be ({U1s.shape[2]},), got {tuple(bias.shape)}")
+    t = torch.nn.functional.conv2d(x, S1s, None, stride, padding)
+    u = (U1s.reshape(-1, U1s.shape[2]).T / U1s.shape[0])[:, :, None, None]   # (out, L·r, 1, 1)
+    return torch.nn.functional.conv2d(t, u.to(t.dtype), bias)

@@ -13,7 +13,7 @@ import torch
 from torch.nn import init
 
 from .. import ops
-from .._ops.sketched import sketched_linear
+from .._ops.sketched import sketched_conv2d, sketched_linear
 from ._checks import int_arg
 
 _MASK63 = (1 << 63) - 1
@@ -102,3 +102,89 @@ class SKLinear(torch.nn.Module):
         seeded = f", seed={int(self.seed)}" if "seed" in self._buffers else ""
         return (f"in_features={self.in_features}, out_features={self.out_features}, num_terms={self.num_terms}, "
                 f"low_rank={self.low_rank}, bias={self.bias is not None}{seeded}")
+
+
+def _pair(name, arg, v):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v, v)
+    if isinstance(v, (tuple, list)) and len(v) == 2:
+        return tuple(int_arg(name, arg, e, 0) for e in v)
+    raise TypeError(f"[{name}] {arg}: expected an int or a pair, got {v!r}")
+
+
+class SKConv2d(torch.nn.Module):
+    """Panther's SKConv2d: y = conv2d(x, S1s) combined over its L·r channels by the fixed U1s (/L) + bias,
+    L = 2·num_terms. Parameters ``S1s`` (L·r, C, kh, kw) and ``bias``; buffer ``U1s`` (L, r, out), or with
+    ``seed`` the buffer ``seed`` and U1s regenerated per forward. ``fromTorch(conv, num_terms, low_rank)``
+    sketches an existing nn.Conv2d (groups 1, dilation 1)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=True,
+                 num_terms=6, low_rank=8, layer=None, dtype=None, device=None, seed=None):
+        name = "SKConv2d"
+        super().__init__()
+        self.in_channels = int_arg(name, "in_channels", in_channels, 1)
+        self.out_channels = int_arg(name, "out_channels", out_channels, 1)
+        self.num_terms = int_arg(name, "num_terms", num_terms, 1)
+        self.low_rank = int_arg(name, "low_rank", low_rank, 1)
+        self.kernel_size = _pair(name, "kernel_size", kernel_size)
+        self.stride = _pair(name, "stride", stride)
+        if padding == "same":
+            self.padding = ((self.kernel_size[0] - 1) // 2, (self.kernel_size[1] - 1) // 2)
+        elif padding == "valid":
+            self.padding = (0, 0)
+        elif isinstance(padding, str):
+            raise ValueError(f"[{name}] padding: expected 'same', 'valid', an int or a pair, got {padding!r}")
+        else:
+            self.padding = _pair(name, "padding", padding)
+        kw = {"dtype": dtype, "device": device}
+        terms, r = 2 * self.num_terms, self.low_rank
+        if seed is None:
+            self.register_buffer("U1s", torch.stack([_signs(r, self.out_channels, **kw) for _ in range(terms)]))
+        else:
+            self.register_buffer("seed", torch.tensor(int_arg(name, "seed", seed, 0, _MASK63), dtype=torch.int64,
+                                                      device=device))
+        if layer is None:
+            kernels = torch.empty(self.in_channels, *self.kernel_size, self.out_channels, **kw)
+            init.kaiming_uniform_(kernels, a=math.sqrt(5))
+            if bias:
+                self.bias = torch.nn.Parameter(torch.empty(self.out_channels, **kw))
+                fan_in, _ = init._calculate_fan_in_and_fan_out(kernels)
+                init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
+            else:
+                self.register_parameter("bias", None)
+        elif isinstance(layer, torch.nn.Conv2d):
+            if layer.groups != 1 or tuple(layer.dilation) != (1, 1):
+                raise ValueError(f"[{name}] layer: needs groups 1 and dilation (1, 1), got groups {layer.groups}, "
+                                 f"dilation {layer.dilation}")
+            kernels = layer.weight.detach().clone().permute(1, 2, 3, 0)
+            if layer.bias is not None:
+                self.bias = torch.nn.Parameter(layer.bias.detach().clone())
+            else:
+                self.register_parameter("bias", None)
+        else:
+            raise ValueError(f"[{name}] layer: expected a torch.nn.Conv2d or None, got {type(layer).__name__}")
+        u1 = self.operators(kernels.dtype, kernels.device)
+        s1 = torch.stack([(kernels @ u1[i].T).reshape(-1, r) for i in range(terms)])      # (L, C·kh·kw, r)
+        self.S1s = torch.nn.Parameter(s1.permute(0, 2, 1).reshape(terms * r, self.in_channels, *self.kernel_size))
+
+    @staticmethod
+    def fromTorch(layer, num_terms, low_rank, seed=None):  # noqa: N802 (Panther's name)
+        """The sketched layer of an nn.Conv2d (its weights, bias, stride and padding)."""
+        if not isinstance(layer, torch.nn.Conv2d):
+            raise ValueError(f"[SKConv2d] layer: expected a torch.nn.Conv2d, got {type(layer).__name__}")
+        return SKConv2d(layer.in_channels, layer.out_channels, layer.kernel_size, layer.stride, layer.padding,
+                        num_terms=num_terms, low_rank=low_rank, layer=layer, dtype=layer.weight.dtype,
+                        device=layer.weight.device, seed=seed)
+
+    def operators(self, dtype=None, device=None):
+        """U1s: the stored buffer, or the Rademacher operators of the seed."""
+        if "seed" not in self._buffers:
+            return self.U1s
+        seed = int(self.seed)
+        return torch.stack([ops.sketch_matrix("rademacher", self.low_rank, self.out_channels, term_seed(seed, i),
+                                              dtype or torch.get_default_dtype(), device or self.seed.device)
+                            for i in range(2 * self.num_terms)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        u1 = self.operators(self.S1s.dtype, self.S1s.device)
+        return sketched_conv2d(x, self.S1s, u1, self.bias, self.stride, self.padding)

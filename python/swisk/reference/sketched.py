@@ -15,3 +15,13 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
     if bias is not None:
         y = y + bias
     return y.reshape(*lead, y.shape[-1])
+
+
+def sketched_conv2d(x, S1s, U1s, bias, stride, padding):
+    """Panther's SKConv2d: x (B, C, H, W), S1s (L·r, C, kh, kw), U1s (L, r, out), bias (out) or None:
+    conv(x, S1s) into the (B, L·r, H', W') space, then each pixel's U1sᵀ combination over L·r, / L."""
+    t = torch.nn.functional.conv2d(x, S1s, None, stride, padding)
+    b, lr, h, w = t.shape
+    u = U1s.reshape(lr, -1).T                                         # (out, L·r)
+    y = torch.bmm(u.expand(b, *u.shape), t.reshape(b, lr, h * w)).view(b, -1, h, w) / U1s.shape[0]
+    return y if bias is None else y + bias.view(1, -1, 1, 1)
