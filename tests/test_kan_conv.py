@@ -312,3 +312,23 @@ def test_pixels_grouped_into_rows(rng, channels):
     go = torch.randn(y.shape, generator=rng, dtype=F64)
     for a, b in zip(torch.autograd.grad(y, leaves[:1], go), torch.autograd.grad(want, leaves[:1], go)):
         assert rel_err(a, b) <= 10 * REL[F64]
+
+
+def test_torch_func_transforms(rng):
+    """torch.func.grad, jacrev, hessian (jacfwd of jacrev) and per-sample gradients (vmap of grad) through
+    kan_conv2d, whose int-list arguments travel as one leaf, against the formulation."""
+    x, grid, bw, sw, sc = make(rng, 2, 1, 2, 3, 3, 3)
+    f = lambda x: swisk.ops.kan_conv2d(x, grid, bw, sw, sc, 3, 1, 1)  # noqa: E731
+    r = lambda x: ref([x, grid, bw, sw, sc], 3, [1, 1], _pads(1, 2), [1, 1], 1)  # noqa: E731
+    assert rel_err(torch.func.grad(lambda x: f(x).square().sum())(x),
+                   torch.func.grad(lambda x: r(x).square().sum())(x)) <= 1e-11
+    assert rel_err(torch.func.jacrev(f)(x), torch.func.jacrev(r)(x)) <= 1e-11
+    assert rel_err(torch.func.hessian(lambda x: f(x).square().sum())(x),
+                   torch.func.hessian(lambda x: r(x).square().sum())(x)) <= 1e-10
+    xb = torch.randn(3, 2, 3, 3, generator=rng, dtype=F64)
+    per = torch.func.vmap(torch.func.grad(lambda s, xi: swisk.ops.kan_conv2d(xi[None], grid, bw, s, sc, 3, 1, 1)
+                                          .sum()), in_dims=(None, 0))(sw, xb)
+    for i in range(3):
+        want = torch.func.grad(lambda s: ref([xb[i:i + 1], grid, bw, s, sc], 3, [1, 1], _pads(1, 2), [1, 1], 1)
+                               .sum())(sw)
+        assert rel_err(per[i], want) <= 1e-11

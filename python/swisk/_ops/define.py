@@ -140,6 +140,19 @@ def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+class _Packed:
+    """An op's scalar arguments as one pytree leaf."""
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = tuple(values)
+
+
+def _unpacked(args) -> tuple:
+    args = tuple(args)
+    return (*args[:-1], *args[-1].values) if args and isinstance(args[-1], _Packed) else args
+
+
 def _contiguous(tensors):
     return [t if t is None or t.is_contiguous() else t.contiguous() for t in tensors]
 
@@ -221,6 +234,7 @@ def _autograd(spec: OpSpec, op):
 
         @staticmethod
         def forward(keyset, *args):
+            args = _unpacked(args)
             with _recording():
                 return op(*args) if keyset is None else op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
 
@@ -229,9 +243,13 @@ def _autograd(spec: OpSpec, op):
             ctx.save_for_backward(*inputs[1:1 + n_in])
             ctx.save_for_forward(*inputs[1:1 + n_in])
             ctx.primals = inputs[1:1 + n_in]
-            ctx.scalars = inputs[1 + n_in:]
+            ctx.scalars = _unpacked(inputs[1 + n_in:])
+            ctx.n_rest = len(inputs) - 1 - n_in
 
-        backward = Fn.backward
+        @staticmethod
+        def backward(ctx, *grads):
+            grads_in = backward_of(ctx.needs_input_grad[1:1 + n_in], ctx.saved_tensors, ctx.scalars, grads)
+            return (None, *grads_in, *(None for _ in range(ctx.n_rest)))
 
         @staticmethod
         def jvp(ctx, _keyset, *tangents):
@@ -240,13 +258,21 @@ def _autograd(spec: OpSpec, op):
             return formulation.jvp(spec, ctx.primals, ctx.scalars, tangents[:n_in])
 
     FnT.__name__ = f"{spec.name}_func"
-    op._swisk_functorch = FnT
+
+    def functorch_apply(keyset, *args):
+        """FnT on the op's arguments; int-list scalars travel as one opaque leaf (torch.func would
+        flatten a list into several inputs)."""
+        if spec.lists:
+            return FnT.apply(keyset, *args[:n_in], _Packed(args[n_in:]))
+        return FnT.apply(keyset, *args)
+
+    op._swisk_functorch = functorch_apply
 
     def kernel(keyset, *args):
         if torch._C._are_functorch_transforms_active():
-            return FnT.apply(None, *args)
+            return functorch_apply(None, *args)
         if _forward_ad._current_level >= 0:
-            return FnT.apply(keyset, *args)
+            return functorch_apply(keyset, *args)
         if torch.is_grad_enabled():
             for t in args[:n_in]:
                 if t is not None and t.requires_grad:
@@ -337,7 +363,7 @@ def invoke(op, *args):
     if route == _PLAIN_GRAD:
         return op._swisk_function.apply(None, *args)
     if route == _FUNCTORCH:
-        return op._swisk_functorch.apply(None, *args)
+        return op._swisk_functorch(None, *args)
     return op(*args)
 
 
