@@ -59,30 +59,25 @@ def _by_kernels(x, grid, bw, sw, sc, k, stride, padding, dilation, groups, act):
     return y.reshape(*g.lead, g.o, *g.out)
 
 
-def _backward_by_kernels(x, grid, bw, sw, sc, gy, *scalars):
-    *scalars, _grad_x = scalars
-    present = [t is not None for t in (x, bw, sw, sc)]
+def _vjp_through(forward):
+    """The backward (grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler) as the vector-Jacobian
+    product of a differentiable forward; absent weights get (0,)."""
+    def backward(x, grid, bw, sw, sc, gy, *scalars):
+        *scalars, _grad_x = scalars
+        present = [t is not None for t in (x, bw, sw, sc)]
 
-    def f(*moving):
-        it = iter(moving)
-        args = [next(it) if p else None for p in present]
-        return _by_kernels(args[0], grid, *args[1:], *scalars)
+        def f(*moving):
+            it = iter(moving)
+            args = [next(it) if p else None for p in present]
+            return forward(args[0], grid, *args[1:], *scalars)
 
-    grads = iter(torch.func.vjp(f, *(t for t in (x, bw, sw, sc) if t is not None))[1](gy))
-    return tuple(next(grads) if p else x.new_zeros(0) for p in present)
+        grads = iter(torch.func.vjp(f, *(t for t in (x, bw, sw, sc) if t is not None))[1](gy))
+        return tuple(next(grads) if p else x.new_zeros(0) for p in present)
+    return backward
 
 
-def _backward_ref(x, grid, bw, sw, sc, gy, *scalars):
-    *scalars, _grad_x = scalars
-    present = [t is not None for t in (x, bw, sw, sc)]
-
-    def f(*moving):
-        it = iter(moving)
-        args = [next(it) if p else None for p in present]
-        return reference.kan_conv(args[0], grid, *args[1:], *scalars)
-
-    grads = iter(torch.func.vjp(f, *(t for t in (x, bw, sw, sc) if t is not None))[1](gy))
-    return tuple(next(grads) if p else x.new_zeros(0) for p in present)
+_backward_by_kernels = _vjp_through(_by_kernels)
+_backward_ref = _vjp_through(reference.kan_conv)
 
 
 def _backward(need, saved, scalars, grads):
