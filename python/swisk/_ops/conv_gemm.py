@@ -17,7 +17,9 @@ from ..reference.conv import ACTIVATIONS, scaled_spline_weight, torch_pads
 
 _CONV = (F.conv1d, F.conv2d, F.conv3d)
 _LOW = (torch.float16, torch.bfloat16)
-TILE_SHARE = 8  # tiles: an eighth of workspace_bytes (bench b32 32->32 28x28: time as with a quarter, peak 1/8 of the formulation)
+# Tiles take an eighth of workspace_bytes: at b32 32->32 28x28 as fast as a quarter, and the peak is
+# then 1/8 to 1/12 of the formulation's (bench, 1 and 2 threads).
+TILE_SHARE = 8
 
 
 class Geometry:
