@@ -110,6 +110,7 @@ SKETCH_TRANSPOSE = OpSpec(
     backward=_transpose_backward, reference=ref.sketch_transpose, row_outputs=("out",),
     fake_shapes=lambda g, kind, n, seed, nnz: [(*g.shape[:-1], n)])
 
+
 def _fwht_backward(need, saved, scalars, grads):
     return (invoke(fwht_op, grads[0], *scalars) if need[0] else None,)  # H is symmetric
 
@@ -117,6 +118,7 @@ def _fwht_backward(need, saved, scalars, grads):
 FWHT = OpSpec(
     name="fwht", inputs=("x",), scalars=(("scale", float),), outputs=("out",), prepare=_C.fwht_prepare,
     backward=_fwht_backward, reference=ref.fwht, row_outputs=("out",), fake_shapes=lambda x, scale: [tuple(x.shape)])
+
 
 def _srht_backward(need, saved, scalars, grads):
     return (invoke(srht_transpose_op, grads[0], saved[0].shape[-1], scalars[1]) if need[0] else None,)
