@@ -26,20 +26,54 @@ __global__ void fwht_stage_kernel(FwhtParams p, T* out) {
   fwht_stage_body<T>(cuda_idx(), p, out);
 }
 
-// The shared pass, then one launch per global stage, in order on the caller's stream.
+// The shared pass, then one launch per global stage, in order on the stream (x may be out).
+template <typename T>
+static void launch_fwht(const std::vector<FwhtParams>& passes, const T* x, T* out, void* stream) {
+  auto* fwht_shared = &fwht_shared_kernel<T>;
+  auto* fwht_stage = &fwht_stage_kernel<T>;
+  SWISK_LAUNCH(fwht_shared, to_dim3(fwht_shared_grid(passes[0])), dim3(SWISK_FWHT_THREADS), stream, passes[0], x,
+               out);
+  for (size_t s = 1; s < passes.size(); ++s)
+    SWISK_LAUNCH(fwht_stage, to_dim3(fwht_stage_grid(passes[s])), dim3(SWISK_FWHT_THREADS), stream, passes[s], out);
+}
+
 static void fwht(const FwhtArgs& a) {
-  const std::vector<FwhtParams> passes = fwht_passes(a);
+  const int64_t n = a.x.size(-1);
+  const std::vector<FwhtParams> passes = fwht_passes(a.x.numel() / n, n, a.scale);
   if (fwht_chunks(passes[0]) == 0) return;
   const DeviceGuard guard("fwht", a.x);
   dispatch_float<false>(a.x.dtype, "fwht", [&](auto tag) {
     using T = decltype(tag);
-    auto* fwht_shared = &fwht_shared_kernel<T>;
-    auto* fwht_stage = &fwht_stage_kernel<T>;
-    SWISK_LAUNCH(fwht_shared, to_dim3(fwht_shared_grid(passes[0])), dim3(SWISK_FWHT_THREADS), a.launch.stream,
-                 passes[0], a.x.ptr<const T>(), a.out.ptr<T>());
-    for (size_t s = 1; s < passes.size(); ++s)
-      SWISK_LAUNCH(fwht_stage, to_dim3(fwht_stage_grid(passes[s])), dim3(SWISK_FWHT_THREADS), a.launch.stream,
-                   passes[s], a.out.ptr<T>());
+    launch_fwht<T>(passes, a.x.ptr<const T>(), a.out.ptr<T>(), a.launch.stream);
+  });
+}
+
+#define SWISK_SRHT_KERNEL(name, A, B)                      \
+  template <typename T>                                    \
+  __global__ void name##_kernel(SrhtParams p, A a, B b) {  \
+    name##_body<T>(cuda_idx(), p, a, b);                   \
+  }
+SWISK_SRHT_KERNEL(srht_in, const T*, float*)
+SWISK_SRHT_KERNEL(srht_out, const float*, T*)
+SWISK_SRHT_KERNEL(srht_t_in, const T*, float*)
+SWISK_SRHT_KERNEL(srht_t_out, const float*, T*)
+#undef SWISK_SRHT_KERNEL
+
+// Forward: pad(D x) into work, the FWHT on work, the kept rows out; the transpose the other way round.
+static void srht(const SrhtArgs& a) {
+  const SrhtParams p = srht_params(a);
+  if (p.rows == 0) return;
+  const std::vector<FwhtParams> passes = fwht_passes(p.rows, p.big_n, 1.0);
+  const SkGrid wide = srht_grid(sk_u64(p.rows) * p.big_n), narrow = srht_grid(sk_u64(p.rows) * (a.transpose ? p.n : p.k));
+  const DeviceGuard guard(a.transpose ? "srht_transpose" : "srht", a.x);
+  dispatch_float<false>(a.x.dtype, "srht", [&](auto tag) {
+    using T = decltype(tag);
+    float* work = a.work.ptr<float>();
+    auto* in = a.transpose ? &srht_t_in_kernel<T> : &srht_in_kernel<T>;
+    auto* out = a.transpose ? &srht_t_out_kernel<T> : &srht_out_kernel<T>;
+    SWISK_LAUNCH(in, to_dim3(wide), dim3(SWISK_FWHT_THREADS), a.launch.stream, p, a.x.ptr<const T>(), work);
+    launch_fwht<float>(passes, work, work, a.launch.stream);
+    SWISK_LAUNCH(out, to_dim3(narrow), dim3(SWISK_FWHT_THREADS), a.launch.stream, p, work, a.out.ptr<T>());
   });
 }
 
@@ -60,6 +94,8 @@ static void generate(const SketchMatrixArgs& a) {
 void register_sketch(Registry& r, Backend b) {
   r.add<SketchMatrixArgs>("sketch_matrix", b, &generate, &gpu_float_only<SketchMatrixArgs>);
   r.add<FwhtArgs>("fwht", b, &fwht, &gpu_float_only<FwhtArgs>);
+  r.add<SrhtArgs>("srht", b, &srht, &gpu_float_only<SrhtArgs>);
+  r.add<SrhtArgs>("srht_transpose", b, &srht, &gpu_float_only<SrhtArgs>);
 }
 
 }  // namespace swisk::SWISK_CUDA_NS

@@ -15,19 +15,44 @@ static void generate(const SketchMatrixArgs& a) {
   submit(a.launch, make_plan(a, family.c_str(), p, sketch_grid(p), SWISK_SKETCH_THREADS, 1, {&a.out}));
 }
 
-// The shared pass (slots: x, out, parameters), then one dispatch per global stage (out, parameters).
+// The shared pass (slots: x, out, parameters), then one dispatch per global stage (out, parameters); the
+// kernels of dtype d (a's x's, or the fp32 workspace's).
+template <class Args>
+static void plan_fwht(const Args& a, const std::vector<FwhtParams>& passes, const TensorView* x, const TensorView* out,
+                      DType d) {
+  MetalDispatch first = make_plan(a, "fwht_shared", passes[0], fwht_shared_grid(passes[0]), SWISK_FWHT_THREADS, 1,
+                                  {x, out});
+  first.kernel = kernel_name("fwht_shared", d);
+  submit(a.launch, std::move(first));
+  for (size_t s = 1; s < passes.size(); ++s) {
+    MetalDispatch st = make_plan(a, "fwht_stage", passes[s], fwht_stage_grid(passes[s]), SWISK_FWHT_THREADS, 1, {out});
+    st.kernel = kernel_name("fwht_stage", d);
+    submit(a.launch, std::move(st));
+  }
+}
+
 static void fwht(const FwhtArgs& a) {
-  const std::vector<FwhtParams> passes = fwht_passes(a);
+  const int64_t n = a.x.size(-1);
+  const std::vector<FwhtParams> passes = fwht_passes(a.x.numel() / n, n, a.scale);
   if (fwht_chunks(passes[0]) == 0) return;
-  submit(a.launch, make_plan(a, "fwht_shared", passes[0], fwht_shared_grid(passes[0]), SWISK_FWHT_THREADS, 1,
-                             {&a.x, &a.out}));
-  for (size_t s = 1; s < passes.size(); ++s)
-    submit(a.launch, make_plan(a, "fwht_stage", passes[s], fwht_stage_grid(passes[s]), SWISK_FWHT_THREADS, 1,
-                               {&a.out}));
+  plan_fwht(a, passes, &a.x, &a.out, a.x.dtype);
+}
+
+// In: x -> work (slots x, work, parameters); the FWHT on work (fp32); out: work -> out (work, out, parameters).
+static void srht(const SrhtArgs& a) {
+  const SrhtParams p = srht_params(a);
+  if (p.rows == 0) return;
+  const SkGrid wide = srht_grid(sk_u64(p.rows) * p.big_n), narrow = srht_grid(sk_u64(p.rows) * (a.transpose ? p.n : p.k));
+  submit(a.launch, make_plan(a, a.transpose ? "srht_t_in" : "srht_in", p, wide, SWISK_FWHT_THREADS, 1, {&a.x, &a.work}));
+  plan_fwht(a, fwht_passes(p.rows, p.big_n, 1.0), &a.work, &a.work, DType::f32);
+  submit(a.launch,
+         make_plan(a, a.transpose ? "srht_t_out" : "srht_out", p, narrow, SWISK_FWHT_THREADS, 1, {&a.work, &a.out}));
 }
 
 void register_sketch(Registry& r, Backend b) {
   r.add<FwhtArgs>("fwht", b, &fwht, &gpu_float_only<FwhtArgs>);
+  r.add<SrhtArgs>("srht", b, &srht, &gpu_float_only<SrhtArgs>);
+  r.add<SrhtArgs>("srht_transpose", b, &srht, &gpu_float_only<SrhtArgs>);
   r.add<SketchMatrixArgs>("sketch_matrix", b, &generate, &gpu_float_only<SketchMatrixArgs>);
 }
 

@@ -33,6 +33,33 @@ SWISK_FWHT_INSTANTIATE(bfloat, bf16)
 #endif
 #undef SWISK_FWHT_INSTANTIATE
 
+#define SWISK_SRHT_ENTRY(name, A, B)                                                                         \
+  template <typename T>                                                                                     \
+  kernel void name##_k(A a [[buffer(0)]], B b [[buffer(1)]], constant SrhtParams& p [[buffer(2)]], SWISK_METAL_COORDS) { \
+    name##_body<T>(SWISK_METAL_IDX, p, a, b);                                                                \
+  }
+SWISK_SRHT_ENTRY(srht_in, device const T*, device float*)
+SWISK_SRHT_ENTRY(srht_out, device const float*, device T*)
+SWISK_SRHT_ENTRY(srht_t_in, device const T*, device float*)
+SWISK_SRHT_ENTRY(srht_t_out, device const float*, device T*)
+#undef SWISK_SRHT_ENTRY
+
+#define SWISK_SRHT_INSTANTIATE(T, S)                                                                                 \
+  template SWISK_HOST_NAME("swisk_srht_in_" #S) kernel void srht_in_k<T>(device const T*, device float*,            \
+                                                                          constant SrhtParams&, SWISK_METAL_COORD_TYPES); \
+  template SWISK_HOST_NAME("swisk_srht_out_" #S) kernel void srht_out_k<T>(device const float*, device T*,          \
+                                                                            constant SrhtParams&, SWISK_METAL_COORD_TYPES); \
+  template SWISK_HOST_NAME("swisk_srht_t_in_" #S) kernel void srht_t_in_k<T>(device const T*, device float*,        \
+                                                                              constant SrhtParams&, SWISK_METAL_COORD_TYPES); \
+  template SWISK_HOST_NAME("swisk_srht_t_out_" #S) kernel void srht_t_out_k<T>(device const float*, device T*,      \
+                                                                                constant SrhtParams&, SWISK_METAL_COORD_TYPES);
+SWISK_SRHT_INSTANTIATE(float, f32)
+SWISK_SRHT_INSTANTIATE(half, f16)
+#if !defined(__METAL_VERSION__) || __METAL_VERSION__ >= 310
+SWISK_SRHT_INSTANTIATE(bfloat, bf16)
+#endif
+#undef SWISK_SRHT_INSTANTIATE
+
 #define SWISK_SKETCH_INSTANTIATE(K, N, T, S)                                                       \
   template SWISK_HOST_NAME("swisk_sketch_matrix_" #N "_" #S) kernel void sketch_matrix_k<K, T>( \
       device T*, constant SketchParams&, SWISK_METAL_COORD_TYPES);

@@ -33,6 +33,7 @@ BLOCK_THREADS = [
     ("bspline_", 256),
     ("sketch_", 128),  # SWISK_SKETCH_THREADS
     ("fwht_", 256),  # SWISK_FWHT_THREADS
+    ("srht_", 256),  # SWISK_FWHT_THREADS
 ]
 
 # sm_90 per-SM limits (CUDA occupancy calculator figures).

@@ -1,5 +1,4 @@
 """swisk.ops.sketch / sketch_matrix against swisk.reference.sketch on every backend."""
-import math
 import os
 import subprocess
 import sys
@@ -268,58 +267,3 @@ def test_bad_inputs(backend):
     if backend != "cpu":
         bad(TypeError, "float64 is not supported on the GPU", sm, "gaussian", 4, 5, 1, dtype=torch.float64)
         bad(TypeError, "float64 is not supported on the GPU", sk, x.double(), "gaussian", 4, 1)
-
-
-# ---- FWHT ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
-def test_fwht_is_the_hadamard_matrix(backend, rng, dtype):
-    if dtype == torch.float64 and backend != "cpu":
-        pytest.skip("float64 is CPU-only")
-    dev = testing.device_of(backend)
-    for n in (1, 2, 64, 4096, 16384):  # 16384: two stages past the GPUs' shared chunk
-        x = torch.randn(2, 3, n, generator=rng, dtype=torch.float64)
-        want = x @ ref.hadamard(n).T * 0.25 if n <= 4096 else ref.fwht(x, 0.25)
-        y = swisk.ops.fwht(x.to(dev, dtype), 0.25)
-        assert y.dtype == dtype and y.shape == x.shape
-        rel = ((y.cpu().double() - want).abs().max() / want.abs().max()).item()
-        assert rel < {torch.float64: 1e-14, torch.float32: 1e-6, torch.bfloat16: 3e-2}[dtype] * max(1, math.log2(n)), n
-
-
-def test_fwht_orthonormal_is_its_own_inverse(backend, rng):
-    dev = testing.device_of(backend)
-    x = torch.randn(5, 1024, generator=rng).to(dev)
-    s = 1024 ** -0.5
-    torch.testing.assert_close(swisk.ops.fwht(swisk.ops.fwht(x, s), s), x, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(swisk.ops.fwht(x), swisk.ops.fwht(x, None))
-
-
-def test_fwht_derivatives(rng):
-    x = torch.randn(3, 16, generator=rng, dtype=torch.float64, requires_grad=True)
-    f = lambda x: swisk.ops.fwht(x, 0.3)  # noqa: E731
-    assert torch.autograd.gradcheck(f, (x,))
-    assert torch.autograd.gradgradcheck(f, (x,))
-    t = torch.randn(3, 16, generator=rng, dtype=torch.float64)
-    y, jt = torch.func.jvp(f, (x.detach(),), (t,))
-    torch.testing.assert_close(jt, f(t))
-    torch.testing.assert_close(torch.func.vmap(f)(x.detach().view(3, 1, 16)), f(x.detach()).view(3, 1, 16))
-    torch.library.opcheck(torch.ops.swisk.fwht.default, (x, 0.3))
-
-    @torch.compile(fullgraph=True)
-    def g(x):
-        return swisk.ops.fwht(x.sin(), 0.5).square().sum()
-
-    torch.testing.assert_close(g(x), ref.fwht(x.sin(), 0.5).square().sum())
-
-
-def test_fwht_bad_inputs(backend):
-    if not host(backend):
-        pytest.skip("host backends")
-    bad(ValueError, r"\[fwht\] x: the last dimension must be a power of two below 2\^31, got 12", swisk.ops.fwht,
-        torch.randn(2, 12))
-    bad(ValueError, r"\[fwht\] x: the last dimension must be a power of two", swisk.ops.fwht, torch.randn(2, 0))
-    bad(ValueError, r"\[fwht\] x: must be \(\.\.\., n\)", swisk.ops.fwht, torch.tensor(1.0))
-    bad(TypeError, r"\[fwht\] scale: expected a float or None, got str", swisk.ops.fwht, torch.randn(4), "a")
-    bad(ValueError, r"\[fwht\] scale: must be finite", swisk.ops.fwht, torch.randn(4), math.inf)
-    bad(TypeError, r"\[fwht\] x: expected a floating-point tensor", swisk.ops.fwht, torch.ones(4, dtype=torch.int32))
-    if backend != "cpu":
-        bad(TypeError, "float64 is not supported on the GPU", swisk.ops.fwht, torch.randn(4, dtype=torch.float64))

@@ -100,17 +100,17 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
   return c;
 }
 
-std::vector<FwhtParams> fwht_passes(const FwhtArgs& a) {
+std::vector<FwhtParams> fwht_passes(int64_t rows, int64_t n, double scale) {
   FwhtParams p{};
-  p.n = sk_u32(a.x.size(-1));
-  p.rows = p.n == 0 ? 0 : sk_u32(a.x.numel() / p.n);
+  p.n = sk_u32(n);
+  p.rows = sk_u32(rows);
   p.chunk = p.n < SWISK_FWHT_CHUNK ? p.n : SWISK_FWHT_CHUNK;
   p.h = 0;
-  p.scale = p.n <= p.chunk ? float(a.scale) : 1.0f;
+  p.scale = p.n <= p.chunk ? float(scale) : 1.0f;
   std::vector<FwhtParams> passes{p};
   for (sk_u32 h = p.chunk; h < p.n; h <<= 1) {
     p.h = h;
-    p.scale = 2 * sk_u64(h) == p.n ? float(a.scale) : 1.0f;
+    p.scale = 2 * sk_u64(h) == p.n ? float(scale) : 1.0f;
     passes.push_back(p);
   }
   return passes;
@@ -130,6 +130,49 @@ std::unique_ptr<PreparedCall> fwht_prepare(const FwhtArgs& a, Backend b) {
   auto c = make_call(op, a, b);
   c->outputs = {std::vector<int64_t>(a.x.shape, a.x.shape + a.x.ndim)};
   c->zero_outputs = {0};
+  return c;
+}
+
+static int64_t pow2_at_least(int64_t n) {
+  int64_t N = 1;
+  while (N < n) N <<= 1;
+  return N;
+}
+
+SrhtParams srht_params(const SrhtArgs& a) {
+  SrhtParams p{};
+  const int64_t last = a.x.size(-1), n = a.transpose ? a.n : last, k = a.transpose ? last : a.k;
+  p.n = sk_u32(n);
+  p.k = sk_u32(k);
+  p.rows = sk_u32(last == 0 ? 0 : a.x.numel() / last);
+  p.big_n = sk_u32(pow2_at_least(n));
+  int bits = 0;
+  while ((int64_t(1) << bits) < p.big_n) ++bits;
+  p.half_bits = sk_u32((bits + 1) / 2);
+  p.seed_lo = sk_u32(uint64_t(a.seed) & 0xffffffffu);
+  p.seed_hi = sk_u32(uint64_t(a.seed) >> 32);
+  p.scale = float(1.0 / std::sqrt(double(k)));
+  return p;
+}
+
+std::unique_ptr<PreparedCall> srht_prepare(const SrhtArgs& a, Backend b) {
+  const char* op = a.transpose ? "srht_transpose" : "srht";
+  check_float(op, "x", a.x);
+  check_min_ndim(op, "x", a.x, 1, a.transpose ? "(..., k)" : "(..., n)");
+  check_backend(op, "x", a.x, b);
+  const int64_t last = a.x.size(-1), n = a.transpose ? a.n : last, k = a.transpose ? last : a.k;
+  SWISK_CHECK(n >= 1 && n < kMaxDim, value, op, "n", "must be in [1, 2^31), got ", n);
+  SWISK_CHECK(k >= 1 && k <= n, value, op, "k", "must be in [1, n] = [1, ", n, "], got ", k);
+  SWISK_CHECK(a.seed >= 0, value, op, "seed", "must be a non-negative int below 2^63, got ", a.seed);
+  const int64_t rows = a.x.numel() / last;
+  SWISK_CHECK(rows < (int64_t(1) << 32), value, op, "x", "at most 2^32 rows are supported");
+  if (a.x.numel() > 0) check_contiguous(op, "x", a.x);
+  auto c = make_call(op, a, b);
+  std::vector<int64_t> shape(a.x.shape, a.x.shape + a.x.ndim);
+  shape.back() = a.transpose ? n : k;
+  c->outputs = {shape};
+  c->zero_outputs = {0};
+  c->work = rows * pow2_at_least(n);
   return c;
 }
 

@@ -36,6 +36,18 @@ void bind_sketch(nb::module_& m) {
     a.scale = scale;
     return fwht_prepare(a, backend_from_name(backend));
   });
+  m.def("srht_prepare", [](nb::handle x, int64_t k, int64_t seed, const std::string& backend) {
+    SrhtArgs a;
+    a.x = view(x);
+    a.k = k, a.seed = seed;
+    return srht_prepare(a, backend_from_name(backend));
+  });
+  m.def("srht_transpose_prepare", [](nb::handle g, int64_t n, int64_t seed, const std::string& backend) {
+    SrhtArgs a;
+    a.x = view(g);
+    a.n = n, a.seed = seed, a.transpose = true;
+    return srht_prepare(a, backend_from_name(backend));
+  });
   m.def("sketch_names", [] { return std::string(sketch_names()); });
   m.def("sketch_max_nnz", [] { return int(SWISK_SKETCH_MAX_NNZ); });
 }

@@ -6,8 +6,8 @@ from ._ops.spline import expand as kan_expand
 from ._ops.spline import kan_linear
 from ._ops.wavelet import kan as wavelet_kan
 from ._ops.sketch import (fwht, gaussian_sketch, rademacher_sketch, sketch, sketch_matrix,  # noqa: F401
-                          sparse_sign_sketch)
+                          sparse_sign_sketch, srht)
 
 __all__ = ["bspline_basis", "kan_expand", "kan_linear", "wavelet_kan", "kan_conv1d", "kan_conv2d", "kan_conv3d",
-           "sketched_linear", "sketched_conv2d", "fwht", "sketch", "sketch_matrix", "gaussian_sketch",
+           "sketched_linear", "sketched_conv2d", "fwht", "srht", "sketch", "sketch_matrix", "gaussian_sketch",
            "rademacher_sketch", "sparse_sign_sketch"]

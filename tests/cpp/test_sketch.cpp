@@ -192,3 +192,42 @@ TEST(Sketch, FwhtOfUnitVectors) {
   a.out = make_view(y, {2, 3});
   EXPECT_THROW_MSG(fwht(a), Error, "[fwht] x: the last dimension must be a power of two below 2^31, got 3");
 }
+
+// SRHT on every backend: the transpose is the adjoint (<S x, g> = <x, S^T g>), the backends agree, and
+// the kept rows carry the norm on average (one x, 64 seeds).
+TEST(Sketch, SrhtAdjointAndBackends) {
+  const int64_t rows = 3, n = 37, k = 9, N = 64;
+  std::vector<float> x(rows * n), g(rows * k);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.7 * double(i) + 0.3));
+  for (size_t i = 0; i < g.size(); ++i) g[i] = float(std::cos(1.3 * double(i)));
+  auto run = [&](Backend be, bool transpose, int64_t seed) {
+    std::vector<float>& in = transpose ? g : x;
+    std::vector<float> out(size_t(rows * (transpose ? n : k)), 7.0f), work(size_t(rows * N));
+    SrhtArgs a;
+    a.x = make_view(in, {rows, transpose ? k : n});
+    a.out = make_view(out, {rows, transpose ? n : k});
+    a.work = make_view(work, {rows * N});
+    a.k = k, a.n = n, a.seed = seed, a.transpose = transpose;
+    a.launch.backend = be;
+    auto c = srht_prepare(a, be);
+    run_prepared(*c, transpose ? "srht_transpose" : "srht", {&a.x, &a.out, &a.work});
+    return out;
+  };
+  double norm = 0, x2 = 0;
+  for (float v : x) x2 += double(v) * v;
+  for (int64_t seed = 0; seed < 64; ++seed) {
+    const auto y = run(Backend::cpu, false, seed);
+    const auto gx = run(Backend::cpu, true, seed);
+    double lhs = 0, rhs = 0;
+    for (size_t i = 0; i < y.size(); ++i) lhs += double(y[i]) * g[i], norm += double(y[i]) * y[i];
+    for (size_t i = 0; i < gx.size(); ++i) rhs += double(x[i]) * gx[i];
+    EXPECT_NEAR(lhs, rhs, 1e-4 * (1 + std::fabs(lhs)));
+    if (seed < 3)
+      for (Backend be : {Backend::cuda_emu, Backend::metal_emu}) {
+        const auto ye = run(be, false, seed), ge = run(be, true, seed);
+        for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(ye[i], y[i], 1e-5);
+        for (size_t i = 0; i < gx.size(); ++i) EXPECT_NEAR(ge[i], gx[i], 1e-5);
+      }
+  }
+  EXPECT_NEAR(norm / 64 / x2, 1.0, 0.15);
+}

@@ -14,7 +14,8 @@
 namespace swisk::cpu {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
-#define SK_CLONES __attribute__((target_clones("arch=haswell", "default")))
+// ISA levels, not "arch=haswell": GCC dispatches an arch= clone on the CPU model, so AMD got the baseline.
+#define SK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SK_CLONES
 #endif
@@ -64,28 +65,53 @@ static void generate(const SketchMatrixArgs& a) {
   });
 }
 
-// FWHT: each row in the accumulator type (fp32, fp64 for fp64), butterflies in place, then the scale.
+// FWHT of (rows, n): each row in the accumulator type A, butterflies, then the scale (x may be out).
+template <typename T, typename A>
+static void fwht_rows(const T* x, T* out, int64_t rows, int64_t n, A scale) {
+  parallel_for(rows, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
+    std::vector<A> buf(n);
+    for (int64_t r = lo; r < hi; ++r) {
+      for (int64_t i = 0; i < n; ++i) buf[i] = A(float_of(x[r * n + i]));
+      for (int64_t h = 1; h < n; h <<= 1)
+        for (int64_t i0 = 0; i0 < n; i0 += 2 * h)
+          for (int64_t i = i0; i < i0 + h; ++i) {
+            const A u = buf[i], v = buf[i + h];
+            buf[i] = u + v;
+            buf[i + h] = u - v;
+          }
+      for (int64_t i = 0; i < n; ++i) out[r * n + i] = T(buf[i] * scale);
+    }
+  });
+}
+
 static void fwht(const FwhtArgs& a) {
   const int64_t n = a.x.size(-1), rows = n ? a.x.numel() / n : 0;
   dispatch_float<true>(a.x.dtype, "fwht", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
+    fwht_rows<T, A>(a.x.ptr<const T>(), a.out.ptr<T>(), rows, n, A(a.scale));
+  });
+}
+
+// SRHT (either direction): the in pass into the workspace (type A), its FWHT in place, the out pass.
+static void srht(const SrhtArgs& a) {
+  const SrhtParams p = srht_params(a);
+  if (p.rows == 0) return;
+  dispatch_float<true>(a.x.dtype, "srht", [&](auto tag) {
+    using T = decltype(tag);
+    using A = typename sk_acc<T>::type;
     const T* x = a.x.ptr<const T>();
+    A* work = a.work.ptr<A>();
     T* out = a.out.ptr<T>();
-    const A scale = A(a.scale);
-    parallel_for(rows, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
-      std::vector<A> buf(n);
-      for (int64_t r = lo; r < hi; ++r) {
-        for (int64_t i = 0; i < n; ++i) buf[i] = A(float_of(x[r * n + i]));
-        for (int64_t h = 1; h < n; h <<= 1)
-          for (int64_t i0 = 0; i0 < n; i0 += 2 * h)
-            for (int64_t i = i0; i < i0 + h; ++i) {
-              const A u = buf[i], v = buf[i + h];
-              buf[i] = u + v;
-              buf[i + h] = u - v;
-            }
-        for (int64_t i = 0; i < n; ++i) out[r * n + i] = T(buf[i] * scale);
-      }
+    const int64_t wide = int64_t(p.rows) * p.big_n, narrow = int64_t(p.rows) * (a.transpose ? p.n : p.k);
+    parallel_for(wide, 4096, [&](int64_t lo, int64_t hi) {
+      for (int64_t e = lo; e < hi; ++e)
+        a.transpose ? srht_t_in_at<T, A>(p, sk_u64(e), x, work) : srht_in_at<T, A>(p, sk_u64(e), x, work);
+    });
+    fwht_rows<A, A>(work, work, p.rows, p.big_n, A(1));
+    parallel_for(narrow, 4096, [&](int64_t lo, int64_t hi) {
+      for (int64_t e = lo; e < hi; ++e)
+        a.transpose ? srht_t_out_at<T, A>(p, sk_u64(e), work, out) : srht_out_at<T, A>(p, sk_u64(e), work, out);
     });
   });
 }
@@ -93,6 +119,8 @@ static void fwht(const FwhtArgs& a) {
 void register_sketch(Registry& r) {
   r.add<SketchMatrixArgs>("sketch_matrix", Backend::cpu, &generate);
   r.add<FwhtArgs>("fwht", Backend::cpu, &fwht);
+  r.add<SrhtArgs>("srht", Backend::cpu, &srht);
+  r.add<SrhtArgs>("srht_transpose", Backend::cpu, &srht);
 }
 
 }  // namespace swisk::cpu

@@ -16,10 +16,23 @@ void fwht_stage_thunk(void* const* b, const void* p) {
   fwht_stage_k<T>((T*)b[0], *(const FwhtParams*)p, SWISK_COORDS);
 }
 
+#define SWISK_SRHT_THUNK(name, A, B)                                               \
+  template <typename T>                                                            \
+  void name##_thunk(void* const* b, const void* p) {                               \
+    name##_k<T>((A)b[0], (B)b[1], *(const SrhtParams*)p, SWISK_COORDS);            \
+  }
+SWISK_SRHT_THUNK(srht_in, const T*, float*)
+SWISK_SRHT_THUNK(srht_out, const float*, T*)
+SWISK_SRHT_THUNK(srht_t_in, const T*, float*)
+SWISK_SRHT_THUNK(srht_t_out, const float*, T*)
+#undef SWISK_SRHT_THUNK
+
 #define SWISK_SKETCH_EMU(K, N)                                                  \
   {"swisk_sketch_matrix_" #N "_f32", sketch_matrix_thunk<K, float>},            \
       {"swisk_sketch_matrix_" #N "_f16", sketch_matrix_thunk<K, half>},         \
       {"swisk_sketch_matrix_" #N "_bf16", sketch_matrix_thunk<K, bfloat>},
 #define SWISK_METAL_SKETCH_KERNELS                                                              \
   SWISK_SKETCHES(SWISK_SKETCH_EMU) SWISK_EMU_KERNEL(fwht_shared, fwht_shared_thunk),             \
-      SWISK_EMU_KERNEL(fwht_stage, fwht_stage_thunk),
+      SWISK_EMU_KERNEL(fwht_stage, fwht_stage_thunk), SWISK_EMU_KERNEL(srht_in, srht_in_thunk),       \
+      SWISK_EMU_KERNEL(srht_out, srht_out_thunk), SWISK_EMU_KERNEL(srht_t_in, srht_t_in_thunk),        \
+      SWISK_EMU_KERNEL(srht_t_out, srht_t_out_thunk),

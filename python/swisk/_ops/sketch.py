@@ -110,6 +110,7 @@ SKETCH_TRANSPOSE = OpSpec(
     backward=_transpose_backward, reference=ref.sketch_transpose, row_outputs=("out",),
     fake_shapes=lambda g, kind, n, seed, nnz: [(*g.shape[:-1], n)])
 
+
 def _fwht_backward(need, saved, scalars, grads):
     return (invoke(fwht_op, grads[0], *scalars) if need[0] else None,)  # H is symmetric
 
@@ -118,15 +119,52 @@ FWHT = OpSpec(
     name="fwht", inputs=("x",), scalars=(("scale", float),), outputs=("out",), prepare=_C.fwht_prepare,
     backward=_fwht_backward, reference=ref.fwht, row_outputs=("out",), fake_shapes=lambda x, scale: [tuple(x.shape)])
 
+
+def _srht_backward(need, saved, scalars, grads):
+    return (invoke(srht_transpose_op, grads[0], saved[0].shape[-1], scalars[1]) if need[0] else None,)
+
+
+def _srht_transpose_backward(need, saved, scalars, grads):
+    return (invoke(srht_op, grads[0], saved[0].shape[-1], scalars[1]) if need[0] else None,)
+
+
+SRHT = OpSpec(
+    name="srht", inputs=("x",), scalars=(("k", int), ("seed", int)), outputs=("out",), prepare=_C.srht_prepare,
+    backward=_srht_backward, reference=ref.srht, row_outputs=("out",),
+    fake_shapes=lambda x, k, seed: [(*x.shape[:-1], k)])
+
+SRHT_TRANSPOSE = OpSpec(
+    name="srht_transpose", inputs=("grad",), scalars=(("n", int), ("seed", int)), outputs=("out",),
+    prepare=_C.srht_transpose_prepare, backward=_srht_transpose_backward, reference=ref.srht_transpose,
+    row_outputs=("out",), fake_shapes=lambda g, n, seed: [(*g.shape[:-1], n)])
+
 sketch_matrix_op = define(SKETCH_MATRIX)
 sketch_op = define(SKETCH)
 sketch_transpose_op = define(SKETCH_TRANSPOSE)
 fwht_op = define(FWHT)
+srht_op = define(SRHT)
+srht_transpose_op = define(SRHT_TRANSPOSE)
+SRHT.jvp = _linear_jvp(srht_op)
+SRHT_TRANSPOSE.jvp = _linear_jvp(srht_transpose_op)
 FWHT.jvp = _linear_jvp(fwht_op)
 SKETCH.jvp = _linear_jvp(sketch_op)
 SKETCH_TRANSPOSE.jvp = _linear_jvp(sketch_transpose_op)
 _sketch = wrapper(SKETCH, sketch_op)
 _fwht = wrapper(FWHT, fwht_op)
+_srht = wrapper(SRHT, srht_op)
+
+
+def srht(x, k: int, seed: int):
+    """Subsampled randomized Hadamard transform: x (..., n) -> x S^T (..., k), S = (1/sqrt(k)) R H_N D with
+    N = n rounded up to a power of two (x zero-padded), D random signs and R k distinct rows of H_N
+    (a keyed permutation: swisk.reference.sketch documents both). E ||S x||^2 = ||x||^2. O(N log N) per
+    row through the FWHT; the gradient is the exact transpose (the inverse permutation, the FWHT, D).
+
+    Raises:
+        TypeError / ValueError naming the argument for a wrong x, k (1 <= k <= n) or seed.
+    """
+    _check_args("srht", "gaussian", k, seed, 1)
+    return _srht(x, k, seed)
 
 
 def fwht(x, scale=None):

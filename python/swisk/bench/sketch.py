@@ -1,5 +1,6 @@
 """Benchmark rows of the sketch family: x·Sᵀ with S regenerated per call, against the reference (S
-built by the plain-torch Philox, then one matmul)."""
+built by the plain-torch Philox, then one matmul); the FWHT and the SRHT against their plain-torch
+butterflies."""
 from __future__ import annotations
 
 import torch
@@ -22,7 +23,23 @@ def _case(batch, n, k, kind, devices, quick, nnz=8):
                 devices=devices, quick=quick)
 
 
+def _fwht_case(batch, n, devices):
+    return Case("fwht", f"b{batch} n{n}", _setup(batch, n), run=lambda a: ops.fwht(a["x"], n ** -0.5),
+                reference=lambda a: reference.sketch.fwht(a["x"], n ** -0.5), grads=("x",),
+                bytes=float(8 * batch * n), devices=devices)
+
+
+def _srht_case(batch, n, k, devices):
+    return Case("srht", f"b{batch} {n}->{k}", _setup(batch, n), run=lambda a: ops.srht(a["x"], k, 1234),
+                reference=lambda a: reference.sketch.srht(a["x"], k, 1234), grads=("x",),
+                bytes=float(4 * batch * (n + k)), devices=devices)
+
+
 CASES = [
+    _fwht_case(256, 4096, ("cpu",)),
+    _srht_case(256, 4096, 256, ("cpu",)),
+    _fwht_case(4096, 16384, ("cuda", "mps")),
+    _srht_case(4096, 16384, 1024, ("cuda", "mps")),
     *(_case(256, 4096, 256, kind, ("cpu",), True) for kind in ("gaussian", "rademacher", "sparse_sign")),
     *(_case(4096, 16384, 1024, kind, ("cuda", "mps"), kind != "sparse_sign")
       for kind in ("gaussian", "rademacher", "sparse_sign")),

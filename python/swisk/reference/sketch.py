@@ -121,3 +121,58 @@ def hadamard(n: int, dtype=torch.float64) -> torch.Tensor:
     while h.shape[0] < n:
         h = torch.cat((torch.cat((h, h), 1), torch.cat((h, -h), 1)), 0)
     return h
+
+
+_SRHT_SIGNS, _SRHT_PERM = 3, 4
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def srht_signs(n: int, seed: int) -> torch.Tensor:
+    """D's diagonal: -1 where the draw (j, 0, 3, 0) has its top bit set, else +1 (float64)."""
+    w = philox4x32_10((torch.arange(n, dtype=torch.int64), 0, _SRHT_SIGNS, 0), (seed & _MASK, seed >> 32))[0]
+    return torch.where(w >> 31 == 1, -1.0, 1.0).double()
+
+
+def srht_rows(k: int, n: int, seed: int) -> torch.Tensor:
+    """The kept rows of H_N D x: perm(0 .. k-1), perm a 4-round Feistel permutation of [0, 2^(2h)) (h =
+    ceil(log2 N / 2), round t's function the draw (half, t, 4, 0) masked to h bits) walked back into
+    [0, N)."""
+    big_n = _pow2_at_least(n)
+    h = (big_n.bit_length() - 1 + 1) // 2
+    mask, key = (1 << h) - 1, (seed & _MASK, seed >> 32)
+    v = torch.arange(k, dtype=torch.int64)
+    todo = torch.ones_like(v, dtype=torch.bool)
+    while True:
+        left, right = v >> h, v & mask
+        for t in range(4):
+            f = philox4x32_10((right, t, _SRHT_PERM, 0), key)[0] & mask
+            left, right = right, left ^ f
+        w = (left << h) | right
+        v = torch.where(todo, w, v)
+        todo = v >= big_n
+        if not todo.any():
+            return v
+
+
+def srht_matrix(k: int, n: int, seed: int) -> torch.Tensor:
+    """S (k x n, float64) with srht(x) = x S^T: (1/sqrt(k)) rows of H_N D, D's columns past n dropped."""
+    big_n = _pow2_at_least(n)
+    s = scale("rademacher", k, 1)  # 1/sqrt(k) rounded to fp32, as the kernels take it
+    return hadamard(big_n)[srht_rows(k, n, seed)][:, :n] * srht_signs(n, seed) * s
+
+
+def srht(x: torch.Tensor, k: int, seed: int) -> torch.Tensor:
+    """x (..., n) -> x S^T (..., k) through the FWHT: (1/sqrt(k)) (H_N D pad(x))[rows]."""
+    n = x.shape[-1]
+    big_n = _pow2_at_least(n)
+    z = torch.nn.functional.pad(x * srht_signs(n, seed).to(x), (0, big_n - n))
+    return fwht(z)[..., srht_rows(k, n, seed).to(x.device)] * scale("rademacher", k, 1)
+
+
+def srht_transpose(g: torch.Tensor, n: int, seed: int) -> torch.Tensor:
+    """g (..., k) -> g S (..., n)."""
+    k = g.shape[-1]
+    return g @ srht_matrix(k, n, seed).to(g)

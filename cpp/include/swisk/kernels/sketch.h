@@ -3,6 +3,7 @@
 // comes out the same on every backend and thread count, and the backward regenerates S.
 //   key = (seed & 0xffffffff, seed >> 32); counter = (column, row, kind id, 0) for the dense kinds,
 //   (column, step, kind id, 0) for sparse-sign's selection steps.
+// Also the fast Walsh-Hadamard transform (below), the SRHT's kernel.
 #pragma once
 
 #include "swisk/kernels/dialect.h"
@@ -60,6 +61,7 @@ SWISK_HD SkU4 sk_philox4x32_10(SkU4 c, sk_u32 k0, sk_u32 k1) {
   return c;
 }
 
+// The four words drawn for (col, word1) in p's seed and kind stream.
 SWISK_HD SkU4 sk_sketch_draw(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 word1) {
   SkU4 c;
   c.x = col;
@@ -198,3 +200,99 @@ SWISK_FN void fwht_stage_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL 
     out[i + p.h] = T((u - v) * p.scale);
   }
 }
+
+// ---- SRHT: x (..., n) -> (1/sqrt(k)) (H_N D x)[rows], N = n rounded up to a power of two (x zero-padded),
+// D = diag(signs), rows = the first k values of a keyed permutation of [0, N). Pure functions of the seed:
+//   sign j: the top bit of the draw (j, 0, SK_SRHT_SIGNS, 0); permutation: a 4-round Feistel network on
+//   the bits of N rounded up to even (round t's function: the draw (half, t, SK_SRHT_PERM, 0)), walking
+//   the cycle back into [0, N). The transpose applies the inverse permutation, so neither side scatters.
+#define SK_SRHT_SIGNS 3u
+#define SK_SRHT_PERM 4u
+
+struct SrhtParams {
+  sk_u32 rows, n, big_n, k;  // x (rows, n), padded to big_n, k rows kept
+  sk_u32 seed_lo, seed_hi;
+  sk_u32 half_bits;          // Feistel half width: ceil(log2 big_n / 2)
+  float scale;               // 1/sqrt(k), rounded once on the host
+};
+
+SWISK_HD sk_u32 sk_srht_draw(SWISK_CONST SrhtParams& p, sk_u32 a, sk_u32 b, sk_u32 stream) {
+  SkU4 c;
+  c.x = a;
+  c.y = b;
+  c.z = stream;
+  c.w = 0;
+  return sk_philox4x32_10(c, p.seed_lo, p.seed_hi).x;
+}
+
+SWISK_HD float sk_srht_sign(SWISK_CONST SrhtParams& p, sk_u32 j) {
+  return (sk_srht_draw(p, j, 0, SK_SRHT_SIGNS) >> 31) ? -1.0f : 1.0f;
+}
+
+// perm(v) (inverse = false) or perm^-1(v), v < big_n.
+SWISK_HD sk_u32 sk_srht_perm(SWISK_CONST SrhtParams& p, sk_u32 v, bool inverse) {
+  const sk_u32 h = p.half_bits, mask = (1u << h) - 1u;
+  do {
+    sk_u32 l = v >> h, r = v & mask;
+    for (sk_u32 t = 0; t < 4; ++t) {
+      if (inverse) {  // (l, r) = (r' ^ F(l'), l')
+        const sk_u32 f = sk_srht_draw(p, l, 3 - t, SK_SRHT_PERM) & mask;
+        const sk_u32 nl = r ^ f;
+        r = l;
+        l = nl;
+      } else {  // (l, r) = (r, l ^ F(r))
+        const sk_u32 f = sk_srht_draw(p, r, t, SK_SRHT_PERM) & mask;
+        const sk_u32 nr = l ^ f;
+        l = r;
+        r = nr;
+      }
+    }
+    v = (l << h) | r;
+  } while (v >= p.big_n);  // a permutation of [0, 2^(2h)): the walk returns into [0, big_n)
+  return v;
+}
+
+// Element e of each pass (W: the workspace type, fp32 or the CPU's fp64). Forward: work = pad(D x), then
+// the FWHT on work, then out = scale work[perm]. Transpose: work = g[perm^-1] (0 past k), the FWHT,
+// then out = scale D work (first n).
+template <typename T, typename W>
+SWISK_FN void srht_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* x, SWISK_GLOBAL W* work) {
+  const sk_u64 r = e / p.big_n;
+  const sk_u32 j = sk_u32(e % p.big_n);
+  work[e] = j < p.n ? W(sk_srht_sign(p, j)) * W(x[r * p.n + j]) : W(0);
+}
+template <typename T, typename W>
+SWISK_FN void srht_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const W* work, SWISK_GLOBAL T* out) {
+  const sk_u64 r = e / p.k;
+  const sk_u32 i = sk_u32(e % p.k);
+  out[e] = T(work[r * p.big_n + sk_srht_perm(p, i, false)] * W(p.scale));
+}
+template <typename T, typename W>
+SWISK_FN void srht_t_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* g, SWISK_GLOBAL W* work) {
+  const sk_u64 r = e / p.big_n;
+  const sk_u32 q = sk_srht_perm(p, sk_u32(e % p.big_n), true);
+  work[e] = q < p.k ? W(g[r * p.k + q]) : W(0);
+}
+template <typename T, typename W>
+SWISK_FN void srht_t_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const W* work, SWISK_GLOBAL T* out) {
+  const sk_u64 r = e / p.n;
+  const sk_u32 j = sk_u32(e % p.n);
+  out[e] = T(W(sk_srht_sign(p, j)) * work[r * p.big_n + j] * W(p.scale));
+}
+
+// The passes' items and grid (SWISK_FWHT_THREADS threads per block, grid-stride, at most 4096 blocks).
+SWISK_HD SkGrid srht_grid(sk_u64 items) {
+  const sk_u64 blocks = sk_tiles(items, SWISK_FWHT_THREADS);
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
+}
+#define SWISK_SRHT_BODY(name, items, A, B)                                                              \
+  template <typename T>                                                                                  \
+  SWISK_FN void name##_body(SkIdx id, SWISK_CONST SrhtParams& p, A a, B b) {                            \
+    const sk_u64 stride = sk_u64(id.gdx) * id.bdx;                                                     \
+    for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < (items); e += stride) name##_at<T, float>(p, e, a, b); \
+  }
+SWISK_SRHT_BODY(srht_in, sk_u64(p.rows) * p.big_n, SWISK_GLOBAL const T*, SWISK_GLOBAL float*)
+SWISK_SRHT_BODY(srht_out, sk_u64(p.rows) * p.k, SWISK_GLOBAL const float*, SWISK_GLOBAL T*)
+SWISK_SRHT_BODY(srht_t_in, sk_u64(p.rows) * p.big_n, SWISK_GLOBAL const T*, SWISK_GLOBAL float*)
+SWISK_SRHT_BODY(srht_t_out, sk_u64(p.rows) * p.n, SWISK_GLOBAL const float*, SWISK_GLOBAL T*)
+#undef SWISK_SRHT_BODY

@@ -49,6 +49,19 @@ struct FwhtArgs {
   static constexpr TensorView A::* kTensors[] = {&A::x, &A::out};
 };
 
+// SRHT: x (..., n) -> out (..., k) (transpose = false), or x (..., k) -> out (..., n) (transpose = true, n
+// given); work holds the padded rows (rows x N, fp32; fp64 for fp64).
+struct SrhtArgs {
+  TensorView x, out, work;
+  int64_t k = 0, n = 0, seed = 0;
+  bool transpose = false;
+  Launch launch;
+  static constexpr int kInputs = 1;
+  static constexpr bool kWork = true;
+  using A = SrhtArgs;
+  static constexpr TensorView A::* kTensors[] = {&A::x, &A::out, &A::work};
+};
+
 // "gaussian, rademacher, sparse_sign" (id order, from SWISK_SKETCHES).
 const char* sketch_names();
 const char* sketch_name(int id);
@@ -58,6 +71,7 @@ int sketch_id(const char* op, const std::string& name);
 std::unique_ptr<PreparedCall> sketch_matrix_prepare(const SketchMatrixArgs& inputs, Backend b);
 std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& inputs, Backend b);
 std::unique_ptr<PreparedCall> fwht_prepare(const FwhtArgs& inputs, Backend b);
+std::unique_ptr<PreparedCall> srht_prepare(const SrhtArgs& inputs, Backend b);
 
 // For C++ callers holding their own output: prepare on args.launch.backend, check it, run.
 void sketch_matrix(const SketchMatrixArgs& args);
@@ -67,7 +81,8 @@ void fwht(const FwhtArgs& args);
 SketchParams sketch_params(const SketchMatrixArgs& a);
 // The GPU passes of a validated transform: the shared pass's parameters (h = 0), then one per global
 // stage h = chunk, 2 chunk, ..., n/2; the scale sits in the last.
-std::vector<FwhtParams> fwht_passes(const FwhtArgs& a);
+std::vector<FwhtParams> fwht_passes(int64_t rows, int64_t n, double scale);
+SrhtParams srht_params(const SrhtArgs& a);
 
 // Calls f(std::integral_constant<int, K>{}) for the kind id K (kernels take it as a template).
 template <class F>
