@@ -203,6 +203,13 @@ def test_panther_sketch_operators_seeded():
     assert torch.equal(a, sk.gaussian_skop(4, 6))
     with pytest.raises(ValueError, match="distribution"):
         sk.dense_sketch_operator(4, 4, "cauchy")
+    x = torch.randn(64, dtype=F64)
+    y = sk.srht(x, 16, seed=3)  # Panther's normalisation: an orthonormal H, then 16 of its 64 entries
+    assert y.shape == (16,) and torch.equal(y, sk.srht(x, 16, seed=3))
+    full = sk.srht(x, 64, seed=3)
+    assert abs(full.norm().item() - x.norm().item()) < 1e-10
+    with pytest.raises(ValueError, match=r"\[srht\] x"):
+        sk.srht(torch.randn(12), 4)
 
 
 def _panther_conv_init(seed, c, o, k, t, r):

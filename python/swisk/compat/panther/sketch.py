@@ -11,7 +11,7 @@ import torch
 
 from ... import ops
 
-__all__ = ["scaled_sign_sketch", "gaussian_skop", "count_skop", "sjlt_skop", "dense_sketch_operator",
+__all__ = ["scaled_sign_sketch", "gaussian_skop", "count_skop", "sjlt_skop", "dense_sketch_operator", "srht",
            "DistributionFamily"]
 
 
@@ -62,3 +62,12 @@ def dense_sketch_operator(m: int, n: int, distribution, device=None, dtype=None,
         u = torch.rand(m, n, generator=g, device=dev, dtype=dtype or torch.float32)
         return (u - 0.5) * math.sqrt(12.0)
     raise ValueError(f"[dense_sketch_operator] distribution: expected Gaussian or Uniform, got {distribution!r}")
+
+
+def srht(x: torch.Tensor, m: int, seed=None) -> torch.Tensor:
+    """Panther's SRHT of x (..., n), n a power of two: m entries of H·D·x/√n (random signs D, Walsh–
+    Hadamard H, m distinct rows), i.e. swisk.ops.srht scaled by √(m/n)."""
+    n = x.shape[-1]
+    if n <= 0 or n & (n - 1):
+        raise ValueError(f"[srht] x: the last dimension must be a power of two, got {n}")
+    return ops.srht(x, m, _seed(seed)) * math.sqrt(m / n)
