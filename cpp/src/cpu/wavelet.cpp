@@ -1,5 +1,5 @@
 // CPU wavelet KAN. The inputs are packed once into the accumulator type with rows padded to the lane
-// count; the hot loops run over lanes of features and vectorise (an AVX2+FMA clone and a baseline one).
+// count; the hot loops run over lanes of features and vectorise (AVX-512 and AVX2+FMA clones and a baseline one).
 // Forward: blocks of (rows x out), each output reduced over lanes then across them in a fixed order.
 // Backward, one pass: a task (L input features x a chunk of out) owns the parameter gradients it
 // touches (reduced over the batch) and a partial dx (reduced over its outputs); the partials are
@@ -18,8 +18,9 @@
 namespace swisk::cpu {
 
 // Not under sanitizers: their runtimes are not up when the loader runs the clones' ifunc resolvers.
+// ISA levels, not "arch=haswell": GCC dispatches an arch= clone on the CPU model, so AMD got the baseline.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
-#define SK_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define SK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SK_CLONES
 #endif
