@@ -46,6 +46,12 @@ constexpr A far_t() {
   return K == SK_WAV_shannon ? VecTraits<A>::sincos_fast_max : A(__builtin_inf());
 }
 
+// Grain of the copying loops (packing, transposes, sums) over items of `len` values: threads join in
+// only past ~64K values, below which a parallel region costs more than it saves.
+static int64_t copy_grain(int64_t len) {
+  return std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(len, 1));
+}
+
 template <typename A>
 SK_VEC_INLINE A vabs(A v) {
   return v < A(0) ? -v : v;
@@ -66,7 +72,7 @@ static Packed<A> pack(const TensorView& x, const TensorView& scale, const Tensor
   P.xmax.assign(P.rows, A(0));
   P.rmax.assign(P.out, A(0));
   P.trmax.assign(P.out, A(0));
-  parallel_for(P.rows, 64, [&](int64_t lo, int64_t hi) {
+  parallel_for(P.rows, copy_grain(P.in), [&](int64_t lo, int64_t hi) {
     for (int64_t n = lo; n < hi; ++n)
       for (int64_t i = 0; i < P.in; ++i) {
         P.x[n * P.ld + i] = A(float_of(xs[n * P.in + i]));
@@ -76,7 +82,7 @@ static Packed<A> pack(const TensorView& x, const TensorView& scale, const Tensor
   P.xcol.assign(P.ld, A(0));
   for (int64_t n = 0; n < P.rows; ++n)
     for (int64_t i = 0; i < P.in; ++i) P.xcol[i] = std::max(P.xcol[i], vabs(P.x[n * P.ld + i]));
-  parallel_for(P.out, 64, [&](int64_t lo, int64_t hi) {
+  parallel_for(P.out, copy_grain(P.in), [&](int64_t lo, int64_t hi) {
     for (int64_t o = lo; o < hi; ++o)
       for (int64_t i = 0; i < P.in; ++i) {
         const int64_t e = o * P.in + i;
@@ -215,7 +221,7 @@ static void backward(const WaveletKanBackwardArgs& a) {
     const Packed<A> P = pack<T, A>(a.x, a.scale, a.translation, a.weight, p);
     std::vector<A> gT(P.out * P.rows);
     const T* g = a.grad_out.ptr<const T>();
-    parallel_for(P.out, 16, [&](int64_t lo, int64_t hi) {
+    parallel_for(P.out, copy_grain(P.rows), [&](int64_t lo, int64_t hi) {
       for (int64_t o = lo; o < hi; ++o)
         for (int64_t n = 0; n < P.rows; ++n) gT[o * P.rows + n] = A(float_of(g[n * P.out + o]));
     });
@@ -236,7 +242,7 @@ static void backward(const WaveletKanBackwardArgs& a) {
       });
     });
     T* dx = a.grad_x.ptr<T>();
-    parallel_for(P.rows, 16, [&](int64_t lo, int64_t hi) {
+    parallel_for(P.rows, copy_grain(P.in * chunks), [&](int64_t lo, int64_t hi) {
       for (int64_t n = lo; n < hi; ++n)
         for (int64_t i = 0; i < P.in; ++i) {
           A acc = part[n * P.ld + i];
