@@ -57,6 +57,41 @@ SK_VEC_INLINE A vabs(A v) {
   return v < A(0) ? -v : v;
 }
 
+// max(m, |v[i]|) over i < n, in L running maxima (vectorises; max is exact, so the order is moot).
+template <typename A, int L>
+SK_VEC_INLINE A absmax(const A* __restrict v, int64_t n, A m) {
+  A part[L];
+  for (int l = 0; l < L; ++l) part[l] = m;
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) part[l] = std::max(part[l], vabs(v[i + l]));
+  for (; i < n; ++i) m = std::max(m, vabs(v[i]));
+  for (int l = 0; l < L; ++l) m = std::max(m, part[l]);
+  return m;
+}
+
+// A row of x converted to A; returns its max |x|.
+template <typename T, typename A>
+SK_CLONES A pack_x_row(const T* __restrict src, A* __restrict dst, int64_t in) {
+  for (int64_t i = 0; i < in; ++i) dst[i] = A(float_of(src[i]));
+  return absmax<A, lanes<A>()>(dst, in, A(0));
+}
+
+// An output's parameters: translation, 1/scale, weight, and the maxima of |1/scale| and |translation/scale|.
+template <typename T, typename A>
+SK_CLONES void pack_params_row(const T* __restrict ts, const T* __restrict ss, const T* __restrict ws,
+                               A* __restrict tr, A* __restrict rc, A* __restrict w, A* __restrict trc, int64_t in,
+                               A* rmax, A* trmax) {
+  for (int64_t i = 0; i < in; ++i) {
+    tr[i] = A(float_of(ts[i]));
+    rc[i] = A(1) / A(float_of(ss[i]));
+    w[i] = A(float_of(ws[i]));
+    trc[i] = tr[i] * rc[i];
+  }
+  *rmax = absmax<A, lanes<A>()>(rc, in, A(0));
+  *trmax = absmax<A, lanes<A>()>(trc, in, A(0));
+}
+
 template <typename T, typename A>
 static Packed<A> pack(const TensorView& x, const TensorView& scale, const TensorView& trans, const TensorView& weight,
                       const WaveletParams& p) {
@@ -73,25 +108,19 @@ static Packed<A> pack(const TensorView& x, const TensorView& scale, const Tensor
   P.rmax.assign(P.out, A(0));
   P.trmax.assign(P.out, A(0));
   parallel_for(P.rows, copy_grain(P.in), [&](int64_t lo, int64_t hi) {
-    for (int64_t n = lo; n < hi; ++n)
-      for (int64_t i = 0; i < P.in; ++i) {
-        P.x[n * P.ld + i] = A(float_of(xs[n * P.in + i]));
-        P.xmax[n] = std::max(P.xmax[n], vabs(P.x[n * P.ld + i]));
-      }
+    for (int64_t n = lo; n < hi; ++n) P.xmax[n] = pack_x_row<T, A>(xs + n * P.in, &P.x[n * P.ld], P.in);
   });
   P.xcol.assign(P.ld, A(0));
-  for (int64_t n = 0; n < P.rows; ++n)
-    for (int64_t i = 0; i < P.in; ++i) P.xcol[i] = std::max(P.xcol[i], vabs(P.x[n * P.ld + i]));
+  for (int64_t n = 0; n < P.rows; ++n) {
+    A* __restrict col = P.xcol.data();
+    const A* __restrict row = &P.x[n * P.ld];
+    for (int64_t i = 0; i < P.ld; ++i) col[i] = std::max(col[i], vabs(row[i]));  // padding adds |0|
+  }
   parallel_for(P.out, copy_grain(P.in), [&](int64_t lo, int64_t hi) {
+    std::vector<A> trc(P.in);
     for (int64_t o = lo; o < hi; ++o)
-      for (int64_t i = 0; i < P.in; ++i) {
-        const int64_t e = o * P.in + i;
-        P.tr[o * P.ld + i] = A(float_of(ts[e]));
-        P.rc[o * P.ld + i] = A(1) / A(float_of(ss[e]));
-        P.w[o * P.ld + i] = A(float_of(ws[e]));
-        P.rmax[o] = std::max(P.rmax[o], vabs(P.rc[o * P.ld + i]));
-        P.trmax[o] = std::max(P.trmax[o], vabs(P.tr[o * P.ld + i] * P.rc[o * P.ld + i]));
-      }
+      pack_params_row<T, A>(ts + o * P.in, ss + o * P.in, ws + o * P.in, &P.tr[o * P.ld], &P.rc[o * P.ld],
+                            &P.w[o * P.ld], trc.data(), P.in, &P.rmax[o], &P.trmax[o]);
   });
   return P;
 }
