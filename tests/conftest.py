@@ -62,3 +62,13 @@ def rng():
 
 def pytest_report_header(config):
     return f"swisk {swisk.__version__}: backends {BACKENDS}, build {swisk.build_info()}"
+
+
+@pytest.fixture(scope="session")
+def digits():
+    """scikit-learn's digits (8x8 images, 10 classes), features standardised: (x fp64, labels)."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    preprocessing = pytest.importorskip("sklearn.preprocessing")
+    d = datasets.load_digits()
+    x = preprocessing.StandardScaler().fit_transform(d.data)
+    return torch.from_numpy(x), torch.from_numpy(d.target).long()

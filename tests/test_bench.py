@@ -28,6 +28,15 @@ def test_kan_linear_rows_cover_both_routes():
         assert all(c.useful_flops and c.flops and c.info for c in rows if c.label == label)
 
 
+def test_wavelet_rows_cover_every_wavelet_on_the_cpu():
+    from swisk.reference import WAVELETS
+    rows = [c for c in all_cases() if c.op == "wavelet_kan" and "cpu" in c.devices and c.calls == 1]
+    for size, factor in (("b64 128->128", "2x"), ("b256 512->512", "10x")):
+        for w in WAVELETS:
+            row = [c for c in rows if c.label == f"{size} {w}"]
+            assert len(row) == 1 and f"fwd >= {factor}" in row[0].goal, (size, w)
+
+
 def test_threads_run_in_their_own_processes(tmp_path):
     path = tmp_path / "b.json"
     out = subprocess.run([sys.executable, "-m", "swisk", "bench", "--quick", "--reps", "1", "--op", "bspline_basis",

@@ -79,6 +79,11 @@ TEST(Wavelet, MatchesLibmEverywhere) {
       EXPECT_NEAR(psi(k, t).v, psi_libm(k, t), 4e-15);  // meyer: nu(u) cancels near u = 1
       EXPECT_NEAR(psi_device(k, float(t)).v, psi_libm(k, double(float(t))), 3e-6);
     }
+  for (int s = -8000; s <= 8000; ++s) {  // the forward's morlet (cos alone), in float, to [-40, 40]
+    const float t = float(s) * 0.005f + float(s % 7) * 1e-4f;
+    EXPECT_NEAR((eval_k<SK_WAV_morlet, false, CpuVecMath>(t).v), psi_libm(SK_WAV_morlet, double(t)), 4e-7);
+  }
+  EXPECT_EQ((eval_k<SK_WAV_morlet, false, CpuVecMath>(1e30f).v), 0.0f);
 }
 
 TEST(Wavelet, DerivativeMatchesFiniteDifferences) {

@@ -1,5 +1,5 @@
 // CPU wavelet KAN. The inputs are packed once into the accumulator type with rows padded to the lane
-// count; the hot loops run over lanes of features and vectorise (an AVX2+FMA clone and a baseline one).
+// count; the hot loops run over lanes of features and vectorise (AVX-512 and AVX2+FMA clones and a baseline one).
 // Forward: blocks of (rows x out), each output reduced over lanes then across them in a fixed order.
 // Backward, one pass: a task (L input features x a chunk of out) owns the parameter gradients it
 // touches (reduced over the batch) and a partial dx (reduced over its outputs); the partials are
@@ -18,8 +18,9 @@
 namespace swisk::cpu {
 
 // Not under sanitizers: their runtimes are not up when the loader runs the clones' ifunc resolvers.
+// ISA levels, not "arch=haswell": GCC dispatches an arch= clone on the CPU model, so AMD got the baseline.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
-#define SK_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define SK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SK_CLONES
 #endif
@@ -45,9 +46,50 @@ constexpr A far_t() {
   return K == SK_WAV_shannon ? VecTraits<A>::sincos_fast_max : A(__builtin_inf());
 }
 
+// Grain of the copying loops (packing, transposes, sums) over items of `len` values: threads join in
+// only past ~64K values, below which a parallel region costs more than it saves.
+static int64_t copy_grain(int64_t len) {
+  return std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(len, 1));
+}
+
 template <typename A>
 SK_VEC_INLINE A vabs(A v) {
   return v < A(0) ? -v : v;
+}
+
+// max(m, |v[i]|) over i < n, in L running maxima (vectorises; max is exact, so the order is moot).
+template <typename A, int L>
+SK_VEC_INLINE A absmax(const A* __restrict v, int64_t n, A m) {
+  A part[L];
+  for (int l = 0; l < L; ++l) part[l] = m;
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) part[l] = std::max(part[l], vabs(v[i + l]));
+  for (; i < n; ++i) m = std::max(m, vabs(v[i]));
+  for (int l = 0; l < L; ++l) m = std::max(m, part[l]);
+  return m;
+}
+
+// A row of x converted to A; returns its max |x|.
+template <typename T, typename A>
+SK_CLONES A pack_x_row(const T* __restrict src, A* __restrict dst, int64_t in) {
+  for (int64_t i = 0; i < in; ++i) dst[i] = A(float_of(src[i]));
+  return absmax<A, lanes<A>()>(dst, in, A(0));
+}
+
+// An output's parameters: translation, 1/scale, weight, and the maxima of |1/scale| and |translation/scale|.
+template <typename T, typename A>
+SK_CLONES void pack_params_row(const T* __restrict ts, const T* __restrict ss, const T* __restrict ws,
+                               A* __restrict tr, A* __restrict rc, A* __restrict w, A* __restrict trc, int64_t in,
+                               A* rmax, A* trmax) {
+  for (int64_t i = 0; i < in; ++i) {
+    tr[i] = A(float_of(ts[i]));
+    rc[i] = A(1) / A(float_of(ss[i]));
+    w[i] = A(float_of(ws[i]));
+    trc[i] = tr[i] * rc[i];
+  }
+  *rmax = absmax<A, lanes<A>()>(rc, in, A(0));
+  *trmax = absmax<A, lanes<A>()>(trc, in, A(0));
 }
 
 template <typename T, typename A>
@@ -65,26 +107,20 @@ static Packed<A> pack(const TensorView& x, const TensorView& scale, const Tensor
   P.xmax.assign(P.rows, A(0));
   P.rmax.assign(P.out, A(0));
   P.trmax.assign(P.out, A(0));
-  parallel_for(P.rows, 64, [&](int64_t lo, int64_t hi) {
-    for (int64_t n = lo; n < hi; ++n)
-      for (int64_t i = 0; i < P.in; ++i) {
-        P.x[n * P.ld + i] = A(float_of(xs[n * P.in + i]));
-        P.xmax[n] = std::max(P.xmax[n], vabs(P.x[n * P.ld + i]));
-      }
+  parallel_for(P.rows, copy_grain(P.in), [&](int64_t lo, int64_t hi) {
+    for (int64_t n = lo; n < hi; ++n) P.xmax[n] = pack_x_row<T, A>(xs + n * P.in, &P.x[n * P.ld], P.in);
   });
   P.xcol.assign(P.ld, A(0));
-  for (int64_t n = 0; n < P.rows; ++n)
-    for (int64_t i = 0; i < P.in; ++i) P.xcol[i] = std::max(P.xcol[i], vabs(P.x[n * P.ld + i]));
-  parallel_for(P.out, 64, [&](int64_t lo, int64_t hi) {
+  for (int64_t n = 0; n < P.rows; ++n) {
+    A* __restrict col = P.xcol.data();
+    const A* __restrict row = &P.x[n * P.ld];
+    for (int64_t i = 0; i < P.ld; ++i) col[i] = std::max(col[i], vabs(row[i]));  // padding adds |0|
+  }
+  parallel_for(P.out, copy_grain(P.in), [&](int64_t lo, int64_t hi) {
+    std::vector<A> trc(P.in);
     for (int64_t o = lo; o < hi; ++o)
-      for (int64_t i = 0; i < P.in; ++i) {
-        const int64_t e = o * P.in + i;
-        P.tr[o * P.ld + i] = A(float_of(ts[e]));
-        P.rc[o * P.ld + i] = A(1) / A(float_of(ss[e]));
-        P.w[o * P.ld + i] = A(float_of(ws[e]));
-        P.rmax[o] = std::max(P.rmax[o], vabs(P.rc[o * P.ld + i]));
-        P.trmax[o] = std::max(P.trmax[o], vabs(P.tr[o * P.ld + i] * P.rc[o * P.ld + i]));
-      }
+      pack_params_row<T, A>(ts + o * P.in, ss + o * P.in, ws + o * P.in, &P.tr[o * P.ld], &P.rc[o * P.ld],
+                            &P.w[o * P.ld], trc.data(), P.in, &P.rmax[o], &P.trmax[o]);
   });
   return P;
 }
@@ -214,7 +250,7 @@ static void backward(const WaveletKanBackwardArgs& a) {
     const Packed<A> P = pack<T, A>(a.x, a.scale, a.translation, a.weight, p);
     std::vector<A> gT(P.out * P.rows);
     const T* g = a.grad_out.ptr<const T>();
-    parallel_for(P.out, 16, [&](int64_t lo, int64_t hi) {
+    parallel_for(P.out, copy_grain(P.rows), [&](int64_t lo, int64_t hi) {
       for (int64_t o = lo; o < hi; ++o)
         for (int64_t n = 0; n < P.rows; ++n) gT[o * P.rows + n] = A(float_of(g[n * P.out + o]));
     });
@@ -235,7 +271,7 @@ static void backward(const WaveletKanBackwardArgs& a) {
       });
     });
     T* dx = a.grad_x.ptr<T>();
-    parallel_for(P.rows, 16, [&](int64_t lo, int64_t hi) {
+    parallel_for(P.rows, copy_grain(P.in * chunks), [&](int64_t lo, int64_t hi) {
       for (int64_t n = lo; n < hi; ++n)
         for (int64_t i = 0; i < P.in; ++i) {
           A acc = part[n * P.ld + i];

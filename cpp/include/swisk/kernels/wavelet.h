@@ -51,6 +51,7 @@ struct SkDeviceMath {
   static SWISK_FN float cos(float x) { return sk_cos(x); }
   static SWISK_FN float sinpi(float x) { return sk_sinpi(x); }
   static SWISK_FN float cospi(float x) { return sk_cospi(x); }
+  static SWISK_FN float cos_near(float x) { return sk_cos(x); }  // cos where |x| <= 128 matters
 };
 
 // psi(t) and, when D, psi'(t), exactly as Wav-KAN defines them. Branch-free (selects only), so a
@@ -67,7 +68,7 @@ SK_WAV_FN WavVal<A> wavelet_eval(A t) {
     if (D) r.d = c * t * (A(3) - t2) * g;
   } else if (K == SK_WAV_morlet) {
     const A g = M::gauss(t2);
-    const A c5 = M::cos(A(5) * t);
+    const A c5 = D ? M::cos(A(5) * t) : M::cos_near(A(5) * t);  // past |5t| = 66, g is 0
     r.v = c5 * g;
     if (D) r.d = (A(-5) * M::sin(A(5) * t) - t * c5) * g;
   } else if (K == SK_WAV_dog) {
