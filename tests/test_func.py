@@ -103,3 +103,46 @@ def test_second_derivatives(rng, name):
         second.append(torch.autograd.grad(gx.sum(), x)[0])
     assert second[1].abs().max() > 0
     torch.testing.assert_close(second[0], second[1], rtol=1e-10, atol=1e-10)
+
+
+def _second_cases(rng, dtype):
+    """Each op as f(x) on fixed parameters, and its plain-torch formulation; parameters drawn in fp64."""
+    from swisk import reference
+    r = lambda *s: torch.randn(*s, generator=rng, dtype=D)  # noqa: E731
+    grid = torch.linspace(-2.2, 2.2, 12, dtype=D).expand(4, -1).contiguous()
+    bw, sw, sc = r(3, 4), r(3, 4, 8), r(3, 4)
+    s, t = torch.rand(3, 4, generator=rng, dtype=D) + 0.5, r(3, 4)
+    cbw, csw, csc = r(3, 4, 3, 3) * 0.3, r(3, 32, 3, 3) * 0.3, r(3, 4, 3, 3)
+    c = lambda *a: [v.to(dtype) for v in a]  # noqa: E731
+    return {
+        "kan_linear": ((4,), lambda x, g=c(grid, bw, sw, sc): swisk.ops.kan_linear(x, *g, 3),
+                       lambda x: reference.kan_linear(x, grid, bw, sw, sc, 3)),
+        "wavelet_kan": ((4,), lambda x, g=c(s, t, bw): swisk.ops.wavelet_kan(x, *g, "morlet"),
+                        lambda x: reference.wavelet_kan(x, s, t, bw, "morlet")),
+        "bspline_basis": ((4,), lambda x, g=c(grid): swisk.ops.bspline_basis(x, g[0], 3),
+                          lambda x: reference.bspline_basis(x, grid, 3)),
+        "kan_conv2d": ((4, 5, 5), lambda x, g=c(grid, cbw, csw, csc): swisk.ops.kan_conv2d(x, *g, 3, 1, 1),
+                       lambda x: reference.kan_conv(x, grid, cbw, csw, csc, 3, [1, 1], [1, 1, 1, 1], [1, 1], 1)),
+    }
+
+
+@pytest.mark.parametrize("name", ["kan_linear", "wavelet_kan", "bspline_basis", "kan_conv2d"])
+def test_double_backward_on_every_backend(backend, rng, name):
+    """d/dx of (dL/dx · w) through each op on every backend (the emulated GPU kernels in fp32) against
+    the formulation in fp64: the backward's own backward runs on each backend's kernels."""
+    from swisk import testing
+    dtype = testing.dtypes_of(backend)[0]
+    dev = testing.device_of(backend)
+    shape, f, fr = _second_cases(rng, dtype)[name]
+    x = torch.randn(3, *shape, generator=rng, dtype=D) * 0.8
+    w = torch.randn(x.shape, generator=rng, dtype=D)
+    results = []
+    for fn, xx, ww in ((f, x.to(dev, dtype), w.to(dev, dtype)), (fr, x, w)):
+        xx = xx.clone().requires_grad_()
+        (g,) = torch.autograd.grad(fn(xx).square().sum(), xx, create_graph=True)
+        (h,) = torch.autograd.grad((g * ww).sum(), xx)
+        results.append(h.detach().cpu().double())
+    got, want = results
+    assert want.abs().max() > 0
+    tol = 1e-9 if dtype == D else 2e-3
+    assert ((got - want).abs().max() / want.abs().max()).item() <= tol

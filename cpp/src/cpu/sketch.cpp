@@ -65,6 +65,39 @@ static void generate(const SketchMatrixArgs& a) {
   });
 }
 
+// In-place unnormalised FWHT of one row, n a power of two: strides 1, 2, 4 as 8-point blocks, then two
+// strides per pass over contiguous runs (vectorised). Each value takes the same additions in the same
+// order as the plain radix-2 stages, so the result is bitwise theirs.
+template <typename A>
+SK_CLONES static void fwht_row(A* __restrict b, int64_t n) {
+  int64_t h = 1;
+  if (n >= 8) {
+    for (int64_t i = 0; i < n; i += 8) {
+      A* p = b + i;
+      const A a0 = p[0] + p[1], a1 = p[0] - p[1], a2 = p[2] + p[3], a3 = p[2] - p[3];
+      const A a4 = p[4] + p[5], a5 = p[4] - p[5], a6 = p[6] + p[7], a7 = p[6] - p[7];
+      const A c0 = a0 + a2, c1 = a1 + a3, c2 = a0 - a2, c3 = a1 - a3;
+      const A c4 = a4 + a6, c5 = a5 + a7, c6 = a4 - a6, c7 = a5 - a7;
+      p[0] = c0 + c4, p[1] = c1 + c5, p[2] = c2 + c6, p[3] = c3 + c7;
+      p[4] = c0 - c4, p[5] = c1 - c5, p[6] = c2 - c6, p[7] = c3 - c7;
+    }
+    h = 8;
+  }
+  for (; 4 * h <= n; h *= 4)
+    for (int64_t i0 = 0; i0 < n; i0 += 4 * h)
+      for (int64_t i = i0; i < i0 + h; ++i) {
+        const A a0 = b[i], a1 = b[i + h], a2 = b[i + 2 * h], a3 = b[i + 3 * h];
+        const A s0 = a0 + a1, d0 = a0 - a1, s1 = a2 + a3, d1 = a2 - a3;
+        b[i] = s0 + s1, b[i + h] = d0 + d1, b[i + 2 * h] = s0 - s1, b[i + 3 * h] = d0 - d1;
+      }
+  for (; h < n; h *= 2)
+    for (int64_t i0 = 0; i0 < n; i0 += 2 * h)
+      for (int64_t i = i0; i < i0 + h; ++i) {
+        const A u = b[i], v = b[i + h];
+        b[i] = u + v, b[i + h] = u - v;
+      }
+}
+
 // FWHT of (rows, n): each row in the accumulator type A, butterflies, then the scale (x may be out).
 template <typename T, typename A>
 static void fwht_rows(const T* x, T* out, int64_t rows, int64_t n, A scale) {
@@ -72,13 +105,7 @@ static void fwht_rows(const T* x, T* out, int64_t rows, int64_t n, A scale) {
     std::vector<A> buf(n);
     for (int64_t r = lo; r < hi; ++r) {
       for (int64_t i = 0; i < n; ++i) buf[i] = A(float_of(x[r * n + i]));
-      for (int64_t h = 1; h < n; h <<= 1)
-        for (int64_t i0 = 0; i0 < n; i0 += 2 * h)
-          for (int64_t i = i0; i < i0 + h; ++i) {
-            const A u = buf[i], v = buf[i + h];
-            buf[i] = u + v;
-            buf[i + h] = u - v;
-          }
+      fwht_row(buf.data(), n);
       for (int64_t i = 0; i < n; ++i) out[r * n + i] = T(buf[i] * scale);
     }
   });
@@ -93,7 +120,9 @@ static void fwht(const FwhtArgs& a) {
   });
 }
 
-// SRHT (either direction): the in pass into the workspace (type A), its FWHT in place, the out pass.
+// SRHT (either direction): the in pass into the workspace (type A), its FWHT in place, the out pass. The
+// signs and the row permutation depend on the column alone: computed once per call as tables (the GPU
+// passes recompute them per element), with the passes' arithmetic of the kernel header.
 static void srht(const SrhtArgs& a) {
   const SrhtParams p = srht_params(a);
   if (p.rows == 0) return;
@@ -103,15 +132,36 @@ static void srht(const SrhtArgs& a) {
     const T* x = a.x.ptr<const T>();
     A* work = a.work.ptr<A>();
     T* out = a.out.ptr<T>();
-    const int64_t wide = int64_t(p.rows) * p.big_n, narrow = int64_t(p.rows) * (a.transpose ? p.n : p.k);
-    parallel_for(wide, 4096, [&](int64_t lo, int64_t hi) {
-      for (int64_t e = lo; e < hi; ++e)
-        a.transpose ? srht_t_in_at<T, A>(p, sk_u64(e), x, work) : srht_in_at<T, A>(p, sk_u64(e), x, work);
+    const int64_t rows = p.rows, big = p.big_n, n = p.n, k = p.k;
+    std::vector<A> sign(n);
+    std::vector<sk_u32> perm(a.transpose ? big : k);  // transpose: the inverse permutation
+    parallel_for(n, 4096, [&](int64_t lo, int64_t hi) {
+      for (int64_t j = lo; j < hi; ++j) sign[j] = A(sk_srht_sign(p, sk_u32(j)));
+    });
+    parallel_for(int64_t(perm.size()), 1024, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) perm[i] = sk_srht_perm(p, sk_u32(i), a.transpose);
+    });
+    parallel_for(rows, std::max<int64_t>(1, 4096 / big), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        A* w = work + r * big;
+        if (a.transpose) {
+          for (int64_t j = 0; j < big; ++j) w[j] = perm[j] < k ? A(x[r * k + perm[j]]) : A(0);
+        } else {
+          for (int64_t j = 0; j < big; ++j) w[j] = j < n ? sign[j] * A(x[r * n + j]) : A(0);
+        }
+      }
     });
     fwht_rows<A, A>(work, work, p.rows, p.big_n, A(1));
-    parallel_for(narrow, 4096, [&](int64_t lo, int64_t hi) {
-      for (int64_t e = lo; e < hi; ++e)
-        a.transpose ? srht_t_out_at<T, A>(p, sk_u64(e), work, out) : srht_out_at<T, A>(p, sk_u64(e), work, out);
+    const A scale = A(p.scale);
+    parallel_for(rows, std::max<int64_t>(1, 4096 / big), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const A* w = work + r * big;
+        if (a.transpose) {
+          for (int64_t j = 0; j < n; ++j) out[r * n + j] = T(sign[j] * w[j] * scale);
+        } else {
+          for (int64_t i = 0; i < k; ++i) out[r * k + i] = T(w[perm[i]] * scale);
+        }
+      }
     });
   });
 }
