@@ -264,3 +264,32 @@ def test_skconv2d_from_torch_and_seed(rng):
         SKConv2d(4, 6, padding="full")
     with pytest.raises(ValueError, match=r"\[sketched_conv2d\] x"):
         sk(torch.randn(2, 3, 8, 8, dtype=F64))
+
+
+def test_sketched_conv2d_derivatives_and_errors(rng):
+    """sketched_conv2d against Panther's formulation: gradcheck, gradgradcheck and forward-mode tangents in
+    fp64; bad inputs name the argument."""
+    x = torch.randn(2, 3, 5, 4, generator=rng, dtype=F64, requires_grad=True)
+    s1 = torch.randn(6, 3, 3, 3, generator=rng, dtype=F64, requires_grad=True)   # L·r = 3·2
+    u1 = torch.sign(torch.randn(3, 2, 4, generator=rng, dtype=F64)).requires_grad_()
+    b = torch.randn(4, generator=rng, dtype=F64, requires_grad=True)
+    f = lambda x, s1, u1, b: swisk.ops.sketched_conv2d(x, s1, u1, b, 2, 1)  # noqa: E731
+    r = lambda x, s1, u1, b: reference.sketched_conv2d(x, s1, u1, b, 2, 1)  # noqa: E731
+    assert rel_err(f(x, s1, u1, b), r(x, s1, u1, b)) <= 1e-13
+    assert torch.autograd.gradcheck(f, (x, s1, u1, b))
+    assert torch.autograd.gradgradcheck(f, (x, s1, u1, b))
+    t = torch.randn(x.shape, generator=rng, dtype=F64)
+    _, jv = torch.func.jvp(lambda x: f(x, s1, u1, b), (x,), (t,))
+    _, want = torch.func.jvp(lambda x: r(x, s1, u1, b), (x,), (t,))
+    assert rel_err(jv, want) <= 1e-12
+    op = swisk.ops.sketched_conv2d
+    cases = [
+        (lambda: op(x, s1[:5], u1, b), ValueError, r"\[sketched_conv2d\] S1s"),
+        (lambda: op(x[:, :2], s1, u1, b), ValueError, r"\[sketched_conv2d\] x"),
+        (lambda: op(x, s1, u1, b[:3]), ValueError, r"\[sketched_conv2d\] bias"),
+        (lambda: op(x.float(), s1, u1, b), TypeError, r"\[sketched_conv2d\] S1s"),
+        (lambda: op(x, "S1s", u1, b), TypeError, r"\[sketched_conv2d\] S1s"),
+    ]
+    for call, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            call()

@@ -25,6 +25,7 @@ static void check_list(const char* op, const char* arg, const std::vector<int64_
 template <class Args>
 static std::vector<int64_t> kan_conv_shape(const char* op, const Args& a, Backend b) {
   const TensorView &x = a.x, &grid = a.grid, &sw = a.spline_weight;
+  const KanConvGeometry& g = a.geo;
   check_float(op, "x", x);
   check_backend(op, "x", x, b);
   for (auto [name, t] : {std::pair{"grid", &grid}, std::pair{"spline_weight", &sw}}) {
@@ -42,17 +43,17 @@ static std::vector<int64_t> kan_conv_shape(const char* op, const Args& a, Backen
   check_ndim(op, "grid", grid, 2, "(in_channels, n_knots)");
   SWISK_CHECK(grid.shape[0] == C, value, op, "grid", "must be (in_channels, n_knots) with in_channels = ", C,
               ", got ", grid.shape_str());
-  SWISK_CHECK(a.order >= 0, value, op, "spline_order", "must be >= 0, got ", a.order);
+  SWISK_CHECK(g.order >= 0, value, op, "spline_order", "must be >= 0, got ", g.order);
   const int max_order = b == Backend::cpu ? SWISK_MAX_CPU_SPLINE_ORDER : SWISK_MAX_GPU_SPLINE_ORDER;
-  SWISK_CHECK(a.order <= max_order, value, op, "spline_order", "at most ", max_order, " is supported on ",
-              backend_name(b), ", got ", a.order);
-  SWISK_CHECK(grid.shape[1] >= a.order + 2, value, op, "spline_order", a.order, " needs at least ", a.order + 2,
+  SWISK_CHECK(g.order <= max_order, value, op, "spline_order", "at most ", max_order, " is supported on ",
+              backend_name(b), ", got ", g.order);
+  SWISK_CHECK(grid.shape[1] >= g.order + 2, value, op, "spline_order", g.order, " needs at least ", g.order + 2,
               " knots per channel, grid has ", grid.shape[1]);
-  const int64_t nb = grid.shape[1] - 1 - a.order;
-  SWISK_CHECK(a.groups >= 1, value, op, "groups", "must be >= 1, got ", a.groups);
-  SWISK_CHECK(C % a.groups == 0, value, op, "groups", "must divide in_channels = ", C, ", got ", a.groups);
-  SWISK_CHECK(O % a.groups == 0, value, op, "groups", "must divide out_channels = ", O, ", got ", a.groups);
-  const int64_t cg = C / a.groups;
+  const int64_t nb = grid.shape[1] - 1 - g.order;
+  SWISK_CHECK(g.groups >= 1, value, op, "groups", "must be >= 1, got ", g.groups);
+  SWISK_CHECK(C % g.groups == 0, value, op, "groups", "must divide in_channels = ", C, ", got ", g.groups);
+  SWISK_CHECK(O % g.groups == 0, value, op, "groups", "must divide out_channels = ", O, ", got ", g.groups);
+  const int64_t cg = C / g.groups;
   SWISK_CHECK(sw.shape[1] == cg * nb, value, op, "spline_weight", "must be (out, in_channels/groups·n_basis = ",
               cg * nb, ", *kernel) with n_basis = n_knots - 1 - spline_order = ", nb, ", got ", sw.shape_str());
   std::vector<int64_t> wshape{O, cg};
@@ -66,21 +67,21 @@ static std::vector<int64_t> kan_conv_shape(const char* op, const Args& a, Backen
     check_same_device(op, name, *t, x, "x");
     check_shape(op, name, *t, wshape);
   }
-  check_list(op, "stride", a.stride, d, 1);
-  check_list(op, "dilation", a.dilation, d, 1);
-  check_list(op, "padding", a.padding, 2 * d, 0);
+  check_list(op, "stride", g.stride, d, 1);
+  check_list(op, "dilation", g.dilation, d, 1);
+  check_list(op, "padding", g.padding, 2 * d, 0);
   bool known = false;
-  for (const char* n : kActivations) known = known || a.activation == n;
-  SWISK_CHECK(known, value, op, "base_activation", "unknown activation '", a.activation, "'; valid: ",
+  for (const char* n : kActivations) known = known || g.activation == n;
+  SWISK_CHECK(known, value, op, "base_activation", "unknown activation '", g.activation, "'; valid: ",
               kan_conv_activations());
   std::vector<int64_t> shape(x.shape, x.shape + cdim);
   shape.push_back(O);
   for (int k = 0; k < d; ++k) {
-    const int64_t span = a.dilation[k] * (sw.shape[2 + k] - 1) + 1;
-    const int64_t padded = x.shape[cdim + 1 + k] + a.padding[2 * k] + a.padding[2 * k + 1];
+    const int64_t span = g.dilation[k] * (sw.shape[2 + k] - 1) + 1;
+    const int64_t padded = x.shape[cdim + 1 + k] + g.padding[2 * k] + g.padding[2 * k + 1];
     SWISK_CHECK(padded >= span, value, op, "x", "spatial size ", x.shape_str(), " (padded: ", padded,
                 " in dimension ", k, ") is smaller than the dilated kernel (", span, ")");
-    shape.push_back((padded - span) / a.stride[k] + 1);
+    shape.push_back((padded - span) / g.stride[k] + 1);
   }
   return shape;
 }

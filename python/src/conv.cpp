@@ -6,32 +6,23 @@ namespace swisk::bind {
 
 using namespace nb::literals;
 
-template <class Args>
-static void set_common(Args& a, int order, std::vector<int64_t> stride, std::vector<int64_t> padding,
-                       std::vector<int64_t> dilation, int64_t groups, const std::string& activation) {
-  a.order = order;
-  a.stride = std::move(stride), a.padding = std::move(padding), a.dilation = std::move(dilation);
-  a.groups = groups;
-  a.activation = activation;
-}
-
 void bind_conv(nb::module_& m) {
+  using Ints = std::vector<int64_t>;
   m.def("kan_conv_prepare",
-        [](nb::handle x, nb::handle grid, nb::handle bw, nb::handle sw, nb::handle sc, int order,
-           std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups,
-           const std::string& activation, const std::string& backend) {
+        [](nb::handle x, nb::handle grid, nb::handle bw, nb::handle sw, nb::handle sc, int order, Ints stride,
+           Ints padding, Ints dilation, int64_t groups, const std::string& activation, const std::string& backend) {
           KanConvArgs a{view(x), view(grid), view_or_none(bw), view(sw), view_or_none(sc)};
-          set_common(a, order, std::move(stride), std::move(padding), std::move(dilation), groups, activation);
+          a.geo = {order, std::move(stride), std::move(padding), std::move(dilation), groups, activation};
           return kan_conv_prepare(a, backend_from_name(backend));
         },
         "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "order"_a, "stride"_a, "padding"_a, "dilation"_a,
         "groups"_a, "activation"_a, "backend"_a);
   m.def("kan_conv_backward_prepare",
         [](nb::handle x, nb::handle grid, nb::handle bw, nb::handle sw, nb::handle sc, nb::handle gy, int order,
-           std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups,
-           const std::string& activation, const std::string& backend) {
+           Ints stride, Ints padding, Ints dilation, int64_t groups, const std::string& activation,
+           const std::string& backend) {
           KanConvBackwardArgs a{view(x), view(grid), view_or_none(bw), view(sw), view_or_none(sc), view(gy)};
-          set_common(a, order, std::move(stride), std::move(padding), std::move(dilation), groups, activation);
+          a.geo = {order, std::move(stride), std::move(padding), std::move(dilation), groups, activation};
           return kan_conv_backward_prepare(a, backend_from_name(backend));
         },
         "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "gy"_a, "order"_a, "stride"_a, "padding"_a,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dtype_dispatch.h"
+#include "clones.h"
 #include "parallel.h"
 #include "swisk/kernels/kan.h"
 #include "bspline_uniform.h"
@@ -16,13 +17,6 @@
 
 namespace swisk::cpu {
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
-// ISA levels, not "arch=haswell": GCC dispatches an arch= clone on the CPU model, so AMD got the baseline.
-#define SK_BSPLINE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), flatten))
-#else
-#define SK_BSPLINE_CLONES
-#endif
 
 constexpr int64_t kGrain = 16;  // rows per parallel chunk
 
@@ -130,7 +124,7 @@ bool fast_path(const BsplineParams& p) { return p.order <= 7 && p.deriv <= 1; }
 
 // Rows [lo, hi) of the expanded operand (AVX2+FMA where the CPU has them).
 template <class Local, typename T, typename A>
-SK_BSPLINE_CLONES void expand_rows(const BsplineParams& p, const Local& local, const T* x, T* out, int64_t lo,
+SK_CLONES_FLAT void expand_rows(const BsplineParams& p, const Local& local, const T* x, T* out, int64_t lo,
                                    int64_t hi) {
   A v[SWISK_MAX_CPU_SPLINE_ORDER + 1];
   for (int64_t n = lo; n < hi; ++n) {
@@ -147,7 +141,7 @@ SK_BSPLINE_CLONES void expand_rows(const BsplineParams& p, const Local& local, c
 
 // Rows [lo, hi) of the contraction; silu: a row of scratch.
 template <class Local, typename T, typename A>
-SK_BSPLINE_CLONES void contract_rows(const BsplineParams& p, const Local& local, const T* x, const T* grad, T* gx,
+SK_CLONES_FLAT void contract_rows(const BsplineParams& p, const Local& local, const T* x, const T* grad, T* gx,
                                      A* silu, int64_t lo, int64_t hi) {
   A v[SWISK_MAX_CPU_SPLINE_ORDER + 1];
   for (int64_t n = lo; n < hi; ++n) {
@@ -170,7 +164,7 @@ SK_BSPLINE_CLONES void contract_rows(const BsplineParams& p, const Local& local,
 
 // The uniform-knot paths of expand_rows / contract_rows (bspline_uniform.h): blocks of L features.
 template <int K, typename T, typename A>
-SK_BSPLINE_CLONES void expand_rows_uniform(const BsplineParams& p, const UniformKnots<A>& u, const T* x, T* out,
+SK_CLONES_FLAT void expand_rows_uniform(const BsplineParams& p, const UniformKnots<A>& u, const T* x, T* out,
                                            int64_t lo, int64_t hi) {
   constexpr int L = uniform_lanes<A>();
   std::vector<A> xa(u.g0.size(), A(0));
@@ -198,7 +192,7 @@ SK_BSPLINE_CLONES void expand_rows_uniform(const BsplineParams& p, const Uniform
 }
 
 template <int K, typename T, typename A>
-SK_BSPLINE_CLONES void contract_rows_uniform(const BsplineParams& p, const UniformKnots<A>& u, const T* x,
+SK_CLONES_FLAT void contract_rows_uniform(const BsplineParams& p, const UniformKnots<A>& u, const T* x,
                                              const T* grad, T* gx, A* silu, int64_t lo, int64_t hi) {
   constexpr int L = uniform_lanes<A>();
   std::vector<A> xa(u.g0.size(), A(0));

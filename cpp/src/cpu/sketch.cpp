@@ -9,16 +9,10 @@
 #include <vector>
 
 #include "dtype_dispatch.h"
+#include "clones.h"
 #include "parallel.h"
 
 namespace swisk::cpu {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
-// ISA levels, not "arch=haswell": GCC dispatches an arch= clone on the CPU model, so AMD got the baseline.
-#define SK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SK_CLONES
-#endif
 
 constexpr sk_u32 kBlock = 256;
 

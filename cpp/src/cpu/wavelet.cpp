@@ -12,18 +12,11 @@
 #include <vector>
 
 #include "dtype_dispatch.h"
+#include "clones.h"
 #include "parallel.h"
 #include "vec_math.h"
 
 namespace swisk::cpu {
-
-// Not under sanitizers: their runtimes are not up when the loader runs the clones' ifunc resolvers.
-// ISA levels, not "arch=haswell": GCC dispatches an arch= clone on the CPU model, so AMD got the baseline.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
-#define SK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SK_CLONES
-#endif
 
 template <typename A>
 constexpr int lanes() {

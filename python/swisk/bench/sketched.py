@@ -1,5 +1,5 @@
-"""Benchmark rows of the sketched linear layer: swisk.ops.sketched_linear (two GEMMs through the
-(batch, 2·T·r) intermediate) against Panther's formulation (T terms over the expanded input)."""
+"""Benchmark rows of the sketched layers: swisk.ops.sketched_linear (two GEMMs through the (batch, 2·T·r)
+intermediate) and sketched_conv2d (two vendor convolutions) against Panther's formulations."""
 from __future__ import annotations
 
 import torch
@@ -34,3 +34,24 @@ def _case(batch, fin, fout, t, r):
 
 
 CASES = [_case(256, 2048, 1024, 8, 128), _case(256, 1024, 512, 6, 96)]
+
+
+def _conv_setup(batch, c, o, size, t, r):
+    def setup(device, dtype, gen):
+        f64 = dict(generator=gen, dtype=torch.float64)
+        a = {"x": torch.randn(batch, c, size, size, **f64),
+             "S1s": torch.randn(2 * t * r, c, 3, 3, **f64) / (9 * c) ** 0.5,
+             "U1s": torch.sign(torch.rand(2 * t, r, o, **f64) - 0.5) / r ** 0.5, "bias": torch.randn(o, **f64)}
+        a = {k: v.to(device, dtype) for k, v in a.items()}
+        for k in ("x", "S1s", "bias"):
+            a[k].requires_grad_()
+        return a
+    return setup
+
+
+_CONV_ARGS = ("x", "S1s", "U1s", "bias")
+CASES.append(Case("sketched_conv2d", "b32 64->64 32x32 T=6 r=8", _conv_setup(32, 64, 64, 32, 6, 8),
+                  run=lambda a: ops.sketched_conv2d(*(a[k] for k in _CONV_ARGS), 1, 1),
+                  reference=lambda a: reference.sketched_conv2d(*(a[k] for k in _CONV_ARGS), 1, 1),
+                  grads=("x", "S1s", "bias"), flops=2.0 * 32 * 32 * 32 * 96 * (64 * 9 + 64),
+                  goal="CPU: fwd+bwd >= 1.5x Panther's formulation"))

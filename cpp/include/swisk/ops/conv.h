@@ -10,16 +10,20 @@
 
 namespace swisk {
 
-// x (..., C, *S) with d = spatial dims (1 to 3, from spline_weight), grid (C, n_knots),
-// base_weight (O, C/groups, *K) or empty, spline_weight (O, C/groups·n_basis, *K) holding channel
-// c·n_basis + j, spline_scaler (O, C/groups, *K) or empty; out (..., O, *S_out).
-// padding: (before, after) per spatial dim; activation: one of kan_conv_activations().
-struct KanConvArgs {
-  TensorView x, grid, base_weight, spline_weight, spline_scaler, out;
+// The scalar arguments: padding (before, after) per spatial dim; activation: one of kan_conv_activations().
+struct KanConvGeometry {
   int order = 3;
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups = 1;
   std::string activation = "silu";
+};
+
+// x (..., C, *S) with d = spatial dims (1 to 3, from spline_weight), grid (C, n_knots),
+// base_weight (O, C/groups, *K) or empty, spline_weight (O, C/groups·n_basis, *K) holding channel
+// c·n_basis + j, spline_scaler (O, C/groups, *K) or empty; out (..., O, *S_out).
+struct KanConvArgs {
+  TensorView x, grid, base_weight, spline_weight, spline_scaler, out;
+  KanConvGeometry geo;
   Launch launch;
   static constexpr int kInputs = 5;
   static constexpr bool kWork = false;
@@ -33,10 +37,7 @@ struct KanConvArgs {
 struct KanConvBackwardArgs {
   TensorView x, grid, base_weight, spline_weight, spline_scaler, grad_out;
   TensorView grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler;
-  int order = 3;
-  std::vector<int64_t> stride, padding, dilation;
-  int64_t groups = 1;
-  std::string activation = "silu";
+  KanConvGeometry geo;
   Launch launch;
   static constexpr int kInputs = 6;
   static constexpr bool kWork = false;
