@@ -33,6 +33,23 @@ def test_fwht_is_the_hadamard_matrix(backend, rng, dtype):
         assert rel < {torch.float64: 1e-14, torch.float32: 1e-6, torch.bfloat16: 3e-2}[dtype] * max(1, math.log2(n)), n
 
 
+def test_fwht_is_bitwise_the_radix2_butterflies(backend, rng):
+    """Every backend adds in the radix-2 order (the CPU in 64-byte vectors, chunks and radix-4 passes):
+    bitwise the reference's butterflies, at every n through 2^16 (the CPU's in-vector, in-chunk and
+    across-chunk stages; the GPUs' shared chunk and global stages) and in both float dtypes."""
+    dev = testing.device_of(backend)
+    for dtype in testing.dtypes_of(backend):
+        if dtype in (torch.float16, torch.bfloat16):
+            continue
+        for e in range(17):
+            x = torch.randn(3, 2**e, generator=rng, dtype=dtype)
+            got = swisk.ops.fwht(x.to(dev), 0.37).cpu()
+            assert torch.equal(got, ref.fwht(x, 0.37)), (dtype, 2**e)
+            # in place on a strided view's copy: the rows of a transposed input
+            xt = torch.randn(2**e, 3, generator=rng, dtype=dtype).T
+            assert torch.equal(swisk.ops.fwht(xt.to(dev), 0.37).cpu(), ref.fwht(xt, 0.37)), (dtype, 2**e)
+
+
 def test_fwht_orthonormal_is_its_own_inverse(backend, rng):
     dev = testing.device_of(backend)
     x = torch.randn(5, 1024, generator=rng).to(dev)

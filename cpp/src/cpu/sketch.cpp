@@ -6,6 +6,9 @@
 #include "swisk/ops/sketch.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dtype_dispatch.h"
@@ -59,48 +62,115 @@ static void generate(const SketchMatrixArgs& a) {
   });
 }
 
-// In-place unnormalised FWHT of one row, n a power of two: strides 1, 2, 4 as 8-point blocks, then two
-// strides per pass over contiguous runs (vectorised). Each value takes the same additions in the same
-// order as the plain radix-2 stages, so the result is bitwise theirs.
+// FWHT rows on 64-byte vectors (one AVX-512 register; two or four narrower ones elsewhere). Every value
+// takes the same additions in the same order as the plain radix-2 stages (a, b) -> (a + b, a - b), and
+// the scale multiplies the last stage's sums: the result is bitwise swisk.reference.sketch.fwht's.
+template <typename A> struct Vec64;
+template <> struct Vec64<float> { typedef float type __attribute__((vector_size(64))); };
+template <> struct Vec64<double> { typedef double type __attribute__((vector_size(64))); };
+template <typename A> using V64 = typename Vec64<A>::type;
+template <typename A> constexpr int64_t kLanes = int64_t(64 / sizeof(A));
+
+template <typename A> static inline V64<A> vload(const A* p) { V64<A> v; std::memcpy(&v, p, 64); return v; }
+template <typename A> static inline void vstore(A* p, V64<A> v) { std::memcpy(p, &v, 64); }
+
+// One stage at distance H < lanes inside a vector: lane i pairs with lane i ^ H.
+template <int H, typename V, size_t... I>
+static inline V lane_stage(V v, std::index_sequence<I...>) {
+  const V s = __builtin_shufflevector(v, v, int(I ^ H)...);
+  const V sum = v + s, dif = s - v;  // lower lane: b[i] + b[i + H]; upper lane: b[i - H] - b[i]
+  return __builtin_shufflevector(sum, dif, int((I & H) ? I + sizeof...(I) : I)...);
+}
+
 template <typename A>
-SK_CLONES static void fwht_row(A* __restrict b, int64_t n) {
-  int64_t h = 1;
-  if (n >= 8) {
-    for (int64_t i = 0; i < n; i += 8) {
-      A* p = b + i;
-      const A a0 = p[0] + p[1], a1 = p[0] - p[1], a2 = p[2] + p[3], a3 = p[2] - p[3];
-      const A a4 = p[4] + p[5], a5 = p[4] - p[5], a6 = p[6] + p[7], a7 = p[6] - p[7];
-      const A c0 = a0 + a2, c1 = a1 + a3, c2 = a0 - a2, c3 = a1 - a3;
-      const A c4 = a4 + a6, c5 = a5 + a7, c6 = a4 - a6, c7 = a5 - a7;
-      p[0] = c0 + c4, p[1] = c1 + c5, p[2] = c2 + c6, p[3] = c3 + c7;
-      p[4] = c0 - c4, p[5] = c1 - c5, p[6] = c2 - c6, p[7] = c3 - c7;
-    }
-    h = 8;
-  }
-  for (; 4 * h <= n; h *= 4)
+static inline V64<A> in_vector_stages(V64<A> v) {
+  constexpr auto I = std::make_index_sequence<size_t(kLanes<A>)>();
+  v = lane_stage<1>(v, I), v = lane_stage<2>(v, I), v = lane_stage<4>(v, I);
+  if constexpr (kLanes<A> == 16) v = lane_stage<8>(v, I);
+  return v;
+}
+
+// Stages at distances h0, 2·h0, ... below h1 (h0 ≥ lanes) over b[0, n): two per pass; the scale goes
+// with the stage at n / 2 when `last`.
+template <typename A>
+static void vector_stages(A* __restrict b, int64_t n, int64_t h0, int64_t h1, bool last, A scale) {
+  using V = V64<A>;
+  constexpr int64_t L = kLanes<A>;
+  int64_t h = h0;
+  for (; 4 * h <= h1; h *= 4) {
+    const bool sc = last && 4 * h == n;
     for (int64_t i0 = 0; i0 < n; i0 += 4 * h)
-      for (int64_t i = i0; i < i0 + h; ++i) {
-        const A a0 = b[i], a1 = b[i + h], a2 = b[i + 2 * h], a3 = b[i + 3 * h];
-        const A s0 = a0 + a1, d0 = a0 - a1, s1 = a2 + a3, d1 = a2 - a3;
-        b[i] = s0 + s1, b[i + h] = d0 + d1, b[i + 2 * h] = s0 - s1, b[i + 3 * h] = d0 - d1;
+      for (int64_t i = i0; i < i0 + h; i += L) {
+        const V a0 = vload(b + i), a1 = vload(b + i + h), a2 = vload(b + i + 2 * h), a3 = vload(b + i + 3 * h);
+        const V s0 = a0 + a1, d0 = a0 - a1, s1 = a2 + a3, d1 = a2 - a3;
+        V o0 = s0 + s1, o1 = d0 + d1, o2 = s0 - s1, o3 = d0 - d1;
+        if (sc) o0 *= scale, o1 *= scale, o2 *= scale, o3 *= scale;
+        vstore(b + i, o0), vstore(b + i + h, o1), vstore(b + i + 2 * h, o2), vstore(b + i + 3 * h, o3);
       }
-  for (; h < n; h *= 2)
+  }
+  if (h < h1) {
+    const bool sc = last && 2 * h == n;
+    for (int64_t i0 = 0; i0 < n; i0 += 2 * h)
+      for (int64_t i = i0; i < i0 + h; i += L) {
+        const V u = vload(b + i), v = vload(b + i + h);
+        V s = u + v, d = u - v;
+        if (sc) s *= scale, d *= scale;
+        vstore(b + i, s), vstore(b + i + h, d);
+      }
+  }
+}
+
+// dst = scale · H src for one row of n ≥ lanes (src may be dst): chunks of kChunk values first take every
+// stage inside them while they sit in L1 (the in-vector stages on the way in from src), then the row
+// takes the stages across chunks.
+template <typename A>
+SK_CLONES_FLAT static void fwht_row(const A* src, A* dst, int64_t n, A scale) {
+  constexpr int64_t L = kLanes<A>, kChunk = 8192 / int64_t(sizeof(A));
+  const int64_t chunk = std::min(n, kChunk);
+  for (int64_t c = 0; c < n; c += chunk) {
+    for (int64_t i = c; i < c + chunk; i += L) {
+      V64<A> v = in_vector_stages<A>(vload(src + i));
+      if (n == L) v *= scale;
+      vstore(dst + i, v);
+    }
+    if (chunk > L) vector_stages(dst + c, chunk, L, chunk, chunk == n, scale);
+  }
+  if (chunk < n) vector_stages(dst, n, chunk, n, true, scale);
+}
+
+// Rows shorter than a vector: the radix-2 stages one value at a time.
+template <typename A>
+static void fwht_short_row(A* b, int64_t n, A scale) {
+  for (int64_t h = 1; h < n; h *= 2)
     for (int64_t i0 = 0; i0 < n; i0 += 2 * h)
       for (int64_t i = i0; i < i0 + h; ++i) {
         const A u = b[i], v = b[i + h];
         b[i] = u + v, b[i + h] = u - v;
       }
+  for (int64_t i = 0; i < n; ++i) b[i] *= scale;
 }
 
-// FWHT of (rows, n): each row in the accumulator type A, butterflies, then the scale (x may be out).
+// FWHT of (rows, n) into out (x may be out). fp32/fp64 rows go straight from x to out; fp16/bf16 rows
+// through an accumulator-type buffer.
 template <typename T, typename A>
 static void fwht_rows(const T* x, T* out, int64_t rows, int64_t n, A scale) {
   parallel_for(rows, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
-    std::vector<A> buf(n);
+    std::vector<A> buf(std::is_same_v<T, A> ? 0 : n);
     for (int64_t r = lo; r < hi; ++r) {
-      for (int64_t i = 0; i < n; ++i) buf[i] = A(float_of(x[r * n + i]));
-      fwht_row(buf.data(), n);
-      for (int64_t i = 0; i < n; ++i) out[r * n + i] = T(buf[i] * scale);
+      A* b = buf.empty() ? reinterpret_cast<A*>(out + r * n) : buf.data();
+      const A* src = reinterpret_cast<const A*>(x + r * n);
+      if (!buf.empty()) {
+        for (int64_t i = 0; i < n; ++i) b[i] = A(float_of(x[r * n + i]));
+        src = b;
+      }
+      if (n >= kLanes<A>) {
+        fwht_row<A>(src, b, n, scale);
+      } else {
+        if (src != b) std::copy(src, src + n, b);
+        fwht_short_row<A>(b, n, scale);
+      }
+      if (!buf.empty())
+        for (int64_t i = 0; i < n; ++i) out[r * n + i] = T(b[i]);
     }
   });
 }

@@ -30,6 +30,16 @@ def _fwht_case(batch, n, devices):
                 bytes=float(8 * batch * n), devices=devices)
 
 
+def _fwht_copy_case(n, mib, devices):
+    """The FWHT of `mib` MiB of fp32 rows of length n against a copy of the same bytes (x.clone(): both
+    allocate their output)."""
+    batch = mib * 2**20 // (4 * n)
+    return Case("fwht", f"b{batch} n{n} vs copy", _setup(batch, n), run=lambda a: ops.fwht(a["x"], n ** -0.5),
+                reference=lambda a: a["x"].clone(), bytes=float(8 * batch * n), devices=devices,
+                dtypes={d: (torch.float32,) for d in ("cpu", "cuda", "mps")}, quick=n in (256, 4096, 32768),
+                goal="copy/fwht >= 1/3 (CPU), >= 0.8 (GPU)")
+
+
 def _srht_case(batch, n, k, devices):
     return Case("srht", f"b{batch} {n}->{k}", _setup(batch, n), run=lambda a: ops.srht(a["x"], k, 1234),
                 reference=lambda a: reference.sketch.srht(a["x"], k, 1234), grads=("x",),
@@ -37,7 +47,10 @@ def _srht_case(batch, n, k, devices):
 
 
 CASES = [
+    *(_fwht_copy_case(2**e, 256, ("cpu", "cuda", "mps")) for e in range(8, 16)),
+    _fwht_case(4096, 256, ("cpu",)),
     _fwht_case(256, 4096, ("cpu",)),
+    _fwht_case(32, 32768, ("cpu",)),
     _srht_case(256, 4096, 256, ("cpu",)),
     _fwht_case(4096, 16384, ("cuda", "mps")),
     _srht_case(4096, 16384, 1024, ("cuda", "mps")),
