@@ -1,5 +1,5 @@
-"""The sketched linear layer (Panther's SKLinear math) as two vendor GEMMs through the (batch, 2·T·r)
-intermediate: y = x·[S1_1..S1_T | U2_1..U2_T] · [U1_1; ..; U1_T; S2_1; ..; S2_T] / (2T) + bias. Plain
+"""The sketched linear layer (Panther's SKLinear math) as vendor GEMMs through two (batch, T·r)
+intermediates: y = ((x·[S1_1..S1_T])·[U1_1; ..; U1_T] + (x·[U2_1..U2_T])·[S2_1; ..; S2_T]) / (2T) + bias. Plain
 torch ops: autograd, double backward, forward mode, vmap and compile come from torch; the (T, batch,
 in) expansion of the formulation never exists."""
 from __future__ import annotations
@@ -50,7 +50,7 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
         bias: (out,) or None.
 
     Returns:
-        (..., out), from two GEMMs through a (batch, 2·T·r) intermediate (the vendor's GEMM in every
+        (..., out), from four GEMMs through two (batch, T·r) intermediates (the vendor's GEMM in every
         dtype; fp16/bf16 under autocast accumulate in fp32), any batch and feature sizes.
 
     Raises:
@@ -62,16 +62,22 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
         x, S1s, S2s, U1s, U2s = (t.to(dt) for t in (x, S1s, S2s, U1s, U2s))
         bias = None if bias is None else bias.to(dt)
     t, fin, r = S1s.shape
-    left = torch.cat([S1s, U2s], 0).permute(1, 0, 2).reshape(fin, 2 * t * r)      # (in, 2Tr)
-    right = torch.cat([U1s, S2s], 0).reshape(2 * t * r, -1) * (0.5 / t)           # (2Tr, out)
     x2 = x.reshape(-1, fin)
-    y = torch.mm(torch.mm(x2, left), right) if bias is None else torch.addmm(bias, torch.mm(x2, left), right)
+    # One GEMM per factor, so autograd differentiates only the learned ones: backward is dZ1 = gy·U1ᵀ,
+    # dZ2 = gy·S2ᵀ, dS1 = xᵀ·dZ1, dS2 = Z2ᵀ·gy, dx = dZ1·S1ᵀ + dZ2·U2ᵀ (a concatenated [S1 | U2] would
+    # also compute the U halves' gradients: a third more backward FLOPs). (T, r, out) is (T·r, out) as is.
+    z1 = torch.mm(x2, S1s.transpose(0, 1).reshape(fin, t * r))                  # (batch, T·r)
+    z2 = torch.mm(x2, U2s.transpose(0, 1).reshape(fin, t * r))
+    c = 0.5 / t
+    u1 = U1s.reshape(t * r, -1)
+    y = torch.mm(z1, u1) * c if bias is None else torch.addmm(bias, z1, u1, alpha=c)
+    y = torch.addmm(y, z2, S2s.reshape(t * r, -1), alpha=c)
     return y.reshape(*x.shape[:-1], y.shape[-1])
 
 
 def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
-    """Panther's sketched convolution: conv2d(x, S1s) into the L·r channels, then the fixed U1s combination
-    (a 1×1 convolution) divided by L; both convolutions are the vendor's.
+    """Panther's sketched convolution: conv2d(x, S1s) into the L·r channels (the vendor's convolution), then
+    the fixed U1s combination of each pixel divided by L (the vendor's batched GEMM).
 
     Args:
         x: (N, C, H, W). S1s: (L·r, C, kh, kw) learned; U1s: (L, r, out) fixed; bias: (out,) or None.
@@ -100,5 +106,11 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     if bias is not None and tuple(bias.shape) != (U1s.shape[2],):
         raise ValueError(f"[{op}] bias: must be ({U1s.shape[2]},), got {tuple(bias.shape)}")
     t = torch.nn.functional.conv2d(x, S1s, None, stride, padding)
-    u = (U1s.reshape(-1, U1s.shape[2]).T / U1s.shape[0])[:, :, None, None]   # (out, L·r, 1, 1)
-    return torch.nn.functional.conv2d(t, u.to(t.dtype), bias)
+    b, lr, h, w = t.shape
+    # The U1s combination as a batched GEMM over pixels (forward+backward 1.13x Panther's formulation on
+    # the CPU against 1.09x for the same product as a 1x1 convolution: 25 interleaved steps, 1 thread).
+    u = (U1s.reshape(lr, -1).T / U1s.shape[0]).to(t.dtype)                       # (out, L·r)
+    y = torch.matmul(u, t.reshape(b, lr, h * w))
+    if bias is not None:
+        y = y + bias.to(y.dtype)[:, None]
+    return y.view(b, -1, h, w)
