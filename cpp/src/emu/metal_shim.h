@@ -38,8 +38,18 @@ struct uint3 {
 enum class mem_flags { mem_none, mem_device, mem_threadgroup };
 inline void threadgroup_barrier(mem_flags) { ::swisk::emu::barrier(); }
 
+template <typename To, typename From>
+inline To as_type(From x) {
+  static_assert(sizeof(To) == sizeof(From), "as_type: sizes differ");
+  To y;
+  __builtin_memcpy(&y, &x, sizeof(To));
+  return y;
+}
+
 namespace metal {
 inline float fabs(float x) { return std::fabs(x); }
+inline float rint(float x) { return std::rint(x); }
+inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
 inline bool isnan(float x) { return std::isnan(x); }
 inline bool isinf(float x) { return std::isinf(x); }
 namespace precise {

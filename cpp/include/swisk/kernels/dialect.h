@@ -153,6 +153,10 @@ SWISK_FN float sk_cospi(float x) { return metal::precise::cospi(x); }
 SWISK_FN float sk_cos(float x) { return metal::precise::cos(x); }
 SWISK_FN float sk_sin(float x) { return metal::precise::sin(x); }
 SWISK_FN float sk_sqrt(float x) { return metal::precise::sqrt(x); }
+SWISK_FN float sk_rint(float x) { return metal::rint(x); }
+SWISK_FN float sk_fma(float a, float b, float c) { return metal::fma(a, b, c); }
+SWISK_FN sk_u32 sk_float_bits(float x) { return as_type<uint>(x); }
+SWISK_FN float sk_bits_float(sk_u32 u) { return as_type<float>(u); }
 SWISK_FN float sk_abs(float x) { return metal::fabs(x); }
 SWISK_FN bool sk_isnan(float x) { return metal::isnan(x); }
 SWISK_FN bool sk_isinf(float x) { return metal::isinf(x); }
@@ -165,6 +169,8 @@ SWISK_FN float sk_sinpi(float x) { return ::sinpif(x); }
 SWISK_FN float sk_cospi(float x) { return ::cospif(x); }
 SWISK_FN float sk_rint(float x) { return ::rintf(x); }
 SWISK_FN float sk_fma(float a, float b, float c) { return ::fmaf(a, b, c); }
+SWISK_FN sk_u32 sk_float_bits(float x) { return __float_as_uint(x); }
+SWISK_FN float sk_bits_float(sk_u32 u) { return __uint_as_float(u); }
 SWISK_FN float sk_sqrt(float x) { return ::sqrtf(x); }
 SWISK_FN float sk_abs(float x) { return ::fabsf(x); }
 SWISK_FN bool sk_isnan(float x) { return ::isnan(x); }
@@ -172,6 +178,16 @@ SWISK_FN bool sk_isinf(float x) { return ::isinf(x); }
 SWISK_FN float sk_nan(float) { return __int_as_float(0x7fc00000); }
 #else
 #include "swisk/kernels/host_math.h"  // float and double overloads over <cmath>
+inline sk_u32 sk_float_bits(float x) {
+  sk_u32 u;
+  __builtin_memcpy(&u, &x, 4);
+  return u;
+}
+inline float sk_bits_float(sk_u32 u) {
+  float x;
+  __builtin_memcpy(&x, &u, 4);
+  return x;
+}
 #endif
 
 #if !defined(SWISK_DIALECT_METAL)
