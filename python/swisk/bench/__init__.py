@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 
 import torch
 
@@ -29,6 +30,15 @@ def _fmt_x(v):
     return "-" if v is None else f"{v:6.2f}x"
 
 
+def _fmt_ratio(v):
+    """A memory ratio: "2.31x" from 1 up, "1/410" below (0.0024 would print as 0.00x)."""
+    if v is None:
+        return "-"
+    if v >= 1 or v <= 0:
+        return f"{v:.2f}x"
+    return f"1/{1 / v:.0f}" if v < 0.5 else f"1/{1 / v:.2f}"
+
+
 def table(rows: list) -> str:
     head = (f"{'op':<16} {'case':<26} {'dtype':<8} {'fwd ms':>9} {'ref':>9} {'speedup':>8} "
             f"{'f+b ms':>9} {'ref':>9} {'speedup':>8} {'peak MB':>8} {'ref MB':>8} {'mem':>7}")
@@ -39,7 +49,7 @@ def table(rows: list) -> str:
             f"{_fmt_ms(r.get('reference_fwd_ms'))} {_fmt_x(r.get('fwd_speedup')):>8} "
             f"{_fmt_ms(r.get('swisk_fwdbwd_ms'))} {_fmt_ms(r.get('reference_fwdbwd_ms'))} "
             f"{_fmt_x(r.get('fwdbwd_speedup')):>8} {_fmt_mb(r.get('swisk_fwdbwd_peak_bytes'))} "
-            f"{_fmt_mb(r.get('reference_fwdbwd_peak_bytes'))} {_fmt_x(r.get('fwdbwd_memory_ratio')):>7}")
+            f"{_fmt_mb(r.get('reference_fwdbwd_peak_bytes'))} {_fmt_ratio(r.get('fwdbwd_memory_ratio')):>7}")
         extra = [f"{k}={r[k]}" for k in ("route", "route_auto", "threads") if r.get(k)]
         extra += [f"{k}={r[k]:.3g}" for k in ("swisk_fwd_tflops", "swisk_fwdbwd_tflops", "swisk_fwdbwd_useful_tflops",
                                               "fwdbwd_matmul_fraction", "swisk_fwd_gbps", "swisk_fwd_gevals_per_s",
@@ -99,6 +109,37 @@ def _per_thread_count(p, args, argv) -> int:
     return 0
 
 
+def _check_args(p, args) -> None:
+    """Every argument error before anything runs, as one line (argparse's error: usage, message, exit 2)."""
+    if args.reps is not None and args.reps < 1:
+        p.error(f"--reps: expected a positive number of repetitions, got {args.reps}")
+    if args.op:
+        known = sorted({c.op for c in all_cases()})
+        bad = [o for o in args.op if o not in known]
+        if bad:
+            p.error(f"--op: unknown op {', '.join(map(repr, bad))}; valid: {', '.join(known)}")
+    if args.device:
+        try:
+            dev = torch.device(args.device)
+        except RuntimeError:
+            p.error(f"--device: expected cpu, cuda or mps, got {args.device!r}")
+        if dev.type not in ("cpu", "cuda", "mps"):
+            p.error(f"--device: expected cpu, cuda or mps, got {args.device!r}")
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            p.error("--device cuda: no CUDA device is available here (torch.cuda.is_available() is False)")
+        if dev.type == "mps" and not torch.backends.mps.is_available():
+            p.error("--device mps: no MPS device is available here (torch.backends.mps.is_available() is False)")
+    if args.json:
+        try:  # an unwritable path fails now, not after the run
+            existed = os.path.exists(args.json)
+            with open(args.json, "a"):
+                pass
+            if not existed:
+                os.remove(args.json)
+        except OSError as e:
+            p.error(f"--json: cannot write {args.json!r}: {e.strerror}")
+
+
 def main(argv=None) -> int:
     from .. import default_device
     from . import runner
@@ -113,6 +154,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", metavar="N[,M...]", help="CPU thread counts, each run in its own process "
                    "(changing torch's thread count inside one process slows its later parallel regions)")
     args = p.parse_args(argv)
+    _check_args(p, args)
     if args.threads:
         return _per_thread_count(p, args, argv)
 

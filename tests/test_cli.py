@@ -1,0 +1,87 @@
+"""python -m swisk: --version, info --json, and the bench's argument errors as one line before any run."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import swisk
+from swisk.__main__ import main
+from swisk.bench import _fmt_ratio
+
+
+def run_main(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def bench_error(capsys, *argv) -> str:
+    with pytest.raises(SystemExit) as e:
+        main(["bench", *argv])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.strip().splitlines()[-1]
+
+
+def test_version(capsys):
+    code, out, _ = run_main(capsys, "--version")
+    assert code == 0 and out.strip() == f"swisk {swisk.__version__} (torch {torch.__version__})"
+
+
+def test_info_json(capsys):
+    code, out, _ = run_main(capsys, "info", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["swisk"] == swisk.__version__ and d["torch"] == torch.__version__
+    assert d["backends"] == swisk.backends() and "kan_linear" in d["ops"] and d["devices"]["cpu"]["threads"] >= 1
+    code, text, _ = run_main(capsys, "info")
+    assert code == 0 and text.startswith(f"swisk {swisk.__version__}")
+
+
+def test_no_command(capsys):
+    with pytest.raises(SystemExit):
+        main([])
+    assert "a command is needed" in capsys.readouterr().err
+
+
+def test_bench_argument_errors(capsys, tmp_path):
+    assert bench_error(capsys, "--reps", "0").endswith("--reps: expected a positive number of repetitions, got 0")
+    line = bench_error(capsys, "--op", "kan_lineer")
+    assert "--op: unknown op 'kan_lineer'; valid: " in line and "kan_linear" in line and "fwht" in line
+    assert "expected cpu, cuda or mps, got 'tpu'" in bench_error(capsys, "--device", "tpu")
+    if not torch.cuda.is_available():
+        assert "--device cuda: no CUDA device is available here" in bench_error(capsys, "--device", "cuda")
+    if not torch.backends.mps.is_available():
+        assert "--device mps: no MPS device is available here" in bench_error(capsys, "--device", "mps")
+    path = tmp_path / "no" / "such" / "dir" / "out.json"
+    assert f"--json: cannot write '{path}'" in bench_error(capsys, "--json", str(path))
+    assert not (tmp_path / "no").exists()
+
+
+def test_memory_ratio_format():
+    assert _fmt_ratio(1 / 410) == "1/410" and _fmt_ratio(0.6) == "1/1.67"
+    assert _fmt_ratio(2.5) == "2.50x" and _fmt_ratio(None) == "-"
+
+
+def _closed_pipe_run(args):
+    """Runs a command whose stdout is a pipe nobody reads (its read end closed first): every write fails."""
+    import os
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, *args], stdout=w, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(w)
+    return p.stderr
+
+
+def test_no_broken_pipe_traceback():
+    """python -m swisk info | (a reader that went away): no BrokenPipeError traceback, while main() run
+    without the guard does print one (so the check can fail)."""
+    err = _closed_pipe_run(["-m", "swisk", "info"])
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    bare = _closed_pipe_run(["-c", "import sys; from swisk.__main__ import main; sys.exit(main(['info']))"])
+    assert "BrokenPipeError" in bare
