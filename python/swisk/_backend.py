@@ -24,6 +24,8 @@ def view(op: str, arg: str, t: torch.Tensor, data: bool = True) -> tuple:
         raise TypeError(f"[{op}] {arg}: expected a torch.Tensor, got {type(t).__name__}")
     if t.dtype not in _DTYPES:
         raise TypeError(f"[{op}] {arg}: unsupported dtype {t.dtype}")
+    if t.device.type == "meta" and not data:  # shapes only (fake kernels): validated as on the CPU
+        return (0, _DTYPES[t.dtype], tuple(t.shape), tuple(t.stride()), 0, 0)
     if t.device.type not in _DEVICES:
         raise ValueError(f"[{op}] {arg}: unsupported device {t.device}")
     ptr = t.data_ptr() if data else 0
@@ -61,10 +63,15 @@ def use_cpu_backend(name: str):
         _state.cpu_backend = old
 
 
+def autocast_enabled(device_type: str) -> bool:
+    """torch.is_autocast_enabled for a device type, False where autocast does not exist (meta)."""
+    return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
+
+
 def backend_for(t: torch.Tensor) -> str:
     """The backend that runs an op whose first input is t."""
-    if t.is_cpu:
-        return cpu_backend()
+    if t.is_cpu or t.is_meta:  # meta: shapes only, validated as on the CPU
+        return cpu_backend() if t.is_cpu else "cpu"
     return "cuda" if t.is_cuda else t.device.type
 
 

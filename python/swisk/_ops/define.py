@@ -348,8 +348,8 @@ def _route(tensors) -> int:
     grad = torch.is_grad_enabled()
     for t in tensors:
         if t is not None:
-            if type(t) not in _PLAIN_TYPES or _wrapped(t):  # wrapped: a torch.func pullback running later
-                return _DISPATCH
+            if type(t) not in _PLAIN_TYPES or _wrapped(t) or t.is_meta:  # wrapped: a torch.func pullback
+                return _DISPATCH                                        # running later; meta: the fake kernel
             if grad and t.requires_grad:
                 route = _PLAIN_GRAD
     return route
@@ -386,10 +386,10 @@ def wrapper(spec: OpSpec, op):
                 raise TypeError(f"[{spec.name}] {name}: expected {_ARTICLE[typ]}, got {type(a).__name__}")
         if spec.autocast == "lower":
             dev = args[0].device.type
-            if torch.is_autocast_enabled(dev) and args[0].is_floating_point():
+            if _backend.autocast_enabled(dev) and args[0].is_floating_point():
                 dt = torch.get_autocast_dtype(dev)
                 args = (*(None if t is None else t.to(dt) for t in args[:n_in]), *args[n_in:])
-        elif spec.autocast == "fp32" and torch.is_autocast_enabled(args[0].device.type):
+        elif spec.autocast == "fp32" and _backend.autocast_enabled(args[0].device.type):
             return op(*args)
         return invoke(op, *args)
 

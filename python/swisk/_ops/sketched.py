@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from .._backend import autocast_enabled
+
 _OP = "sketched_linear"
 
 
@@ -18,7 +20,7 @@ def _check(x, S1s, S2s, U1s, U2s, bias):
             raise TypeError(f"[{_OP}] {name}: expected a torch.Tensor, got {type(t).__name__}")
         if not t.is_floating_point():
             raise TypeError(f"[{_OP}] {name}: expected a floating dtype, got {t.dtype}")
-        if t.dtype != x.dtype and not torch.is_autocast_enabled(x.device.type):
+        if t.dtype != x.dtype and not autocast_enabled(x.device.type):
             raise TypeError(f"[{_OP}] {name}: dtype {t.dtype} differs from x's {x.dtype}")
         if t.device != x.device:
             raise ValueError(f"[{_OP}] {name}: on {t.device}, x on {x.device}")
@@ -57,7 +59,7 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
         TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
     """
     _check(x, S1s, S2s, U1s, U2s, bias)
-    if torch.is_autocast_enabled(x.device.type):
+    if autocast_enabled(x.device.type):
         dt = torch.get_autocast_dtype(x.device.type)
         x, S1s, S2s, U1s, U2s = (t.to(dt) for t in (x, S1s, S2s, U1s, U2s))
         bias = None if bias is None else bias.to(dt)
@@ -94,7 +96,7 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     for name, t in named.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"[{op}] {name}: expected a torch.Tensor, got {type(t).__name__}")
-        if t.dtype != x.dtype and not torch.is_autocast_enabled(x.device.type):
+        if t.dtype != x.dtype and not autocast_enabled(x.device.type):
             raise TypeError(f"[{op}] {name}: dtype {t.dtype} differs from x's {x.dtype}")
         if t.device != x.device:
             raise ValueError(f"[{op}] {name}: on {t.device}, x on {x.device}")

@@ -8,6 +8,8 @@ import numbers
 
 import torch
 
+from .._backend import autocast_enabled
+
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 
@@ -79,7 +81,7 @@ def check_input(layer: str, x, in_features: int, param: torch.Tensor) -> None:
     under autocast, which casts for the ops). param stands for the layer's parameters."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"[{layer}] input: expected a torch.Tensor, got {type(x).__name__}")
-    if param.device.type not in DEVICE_TYPES:
+    if param.device.type not in DEVICE_TYPES and not param.is_meta:  # meta: shapes only
         raise ValueError(f"[{layer}] device: swisk runs on {', '.join(DEVICE_TYPES)}, "
                          f"but the layer is on {param.device}")
     if param.dtype not in FLOAT_DTYPES:
@@ -90,7 +92,7 @@ def check_input(layer: str, x, in_features: int, param: torch.Tensor) -> None:
     if x.dtype not in FLOAT_DTYPES:
         raise TypeError(f"[{layer}] input: dtype {x.dtype} is not supported; expected one of "
                         f"{', '.join(str(d) for d in FLOAT_DTYPES)}")
-    if x.dtype != param.dtype and not torch.is_autocast_enabled(x.device.type):
+    if x.dtype != param.dtype and not autocast_enabled(x.device.type):
         raise TypeError(f"[{layer}] input: dtype {x.dtype} differs from the layer's {param.dtype} "
                         f"(cast one of them, or run under torch.autocast)")
     if x.dim() == 0 or x.shape[-1] != in_features:

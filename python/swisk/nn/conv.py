@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import ops
+from .._backend import autocast_enabled
 from ..reference.spline import bspline_basis
 from ._checks import FLOAT_DTYPES, flag_arg, int_arg
 from .kan import _check_args
@@ -84,6 +85,8 @@ class _KANConvNd(torch.nn.Module):
         """efficient-kan's initialisation per patch element: kaiming-uniform base weights and scalers
         (fan-in C/groups·prod(kernel)), spline weights fitted to small noise on the grid_range knots."""
         torch.nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5) * self.scale_base)
+        if self.spline_weight.is_meta:  # shapes only (torch.device("meta")): no curve to fit
+            return
         with torch.no_grad():
             g, k = self.grid_size, self.spline_order
             o, cg, kk = self.out_channels, self.in_channels // self.groups, math.prod(self.kernel_size)
@@ -107,7 +110,7 @@ class _KANConvNd(torch.nn.Module):
         p = self.spline_weight
         if x.device != p.device:
             raise ValueError(f"[{name}] input: on device {x.device}, but the layer is on {p.device}")
-        if x.dtype != p.dtype and not torch.is_autocast_enabled(x.device.type):
+        if x.dtype != p.dtype and not autocast_enabled(x.device.type):
             raise TypeError(f"[{name}] input: dtype {x.dtype} differs from the layer's {p.dtype}")
         if x.dim() < d + 1 or x.shape[-d - 1] != self.in_channels:
             raise ValueError(f"[{name}] input: expected (N, in_channels={self.in_channels}, {d} spatial dims), "

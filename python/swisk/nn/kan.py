@@ -68,6 +68,8 @@ class KANLinear(torch.nn.Module):
 
     def reset_parameters(self):
         torch.nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5) * self.scale_base)
+        if self.spline_weight.is_meta:  # shapes only (torch.device("meta")): no curve to fit
+            return
         with torch.no_grad():
             g, k = self.grid_size, self.spline_order
             noise = (torch.rand(g + 1, self.in_features, self.out_features) - 0.5) * self.scale_noise / g
