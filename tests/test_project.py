@@ -27,6 +27,16 @@ def test_build_info_and_backends():
     assert swisk.default_device().type == want
 
 
+def test_version_is_written_once():
+    """pyproject.toml holds the version; CMake reads it from there and the core reports it."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    assert swisk.__version__ == version == swisk.build_info()["version"]
+    cmake = (ROOT / "CMakeLists.txt").read_text()
+    assert version not in cmake and "SWISK_PYPROJECT_VERSION" in cmake
+    assert (ROOT / "LICENSE").read_text().lstrip().startswith("Apache License")
+
+
 def test_readme_test_command_is_what_ci_runs():
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```\n(pip install [^\n]+)\n```", readme)

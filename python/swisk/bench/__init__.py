@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sys
 
 import torch
 
@@ -169,15 +170,18 @@ def main(argv=None) -> int:
     env = runner.environment(device)
     print(f"swisk {env['swisk']} bench on {env['device_name']} ({device}, {env['threads']} threads), "
           f"torch {env['torch']}")
-    try:
+    try:  # tqdm is optional (pip install "swisk[progress]"); without it, one line per case on stderr
         from tqdm import tqdm
         bar = tqdm(tasks, disable=args.no_progress, unit="case")
     except ImportError:
         bar = tasks
     rows = []
-    for case, dt in bar:  # times first, then (below) peak memory, which changes the CPU allocator
+    for i, (case, dt) in enumerate(bar):  # times first, then (below) peak memory, which changes the CPU allocator
+        what = f"{case.op} {case.label} {str(dt)[6:]}"
         if hasattr(bar, "set_description"):
-            bar.set_description(f"{case.op} {case.label} {str(dt)[6:]}")
+            bar.set_description(what)
+        elif not args.no_progress:
+            print(f"[{i + 1}/{len(tasks)}] {what}", file=sys.stderr, flush=True)
         rows.append(runner.measure(case, device, dt, reps))
     ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps)
     for row, (case, dt) in zip(rows, tasks):
