@@ -9,14 +9,9 @@
 #include <atomic>
 #include <cstring>
 
+#include "clones.h"
 #include "dtype_dispatch.h"
 #include "parallel.h"
-
-// The wheel targets baseline x86-64: the hot loops are also compiled for AVX2+FMA (everything they call
-// is flattened into them) and picked at run time.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define SWISK_X86_DISPATCH 1
-#endif
 
 namespace swisk::cpu {
 namespace {
@@ -197,37 +192,15 @@ void backward_features(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t i
   }
 }
 
-// forward_rows / backward_features for this CPU: an AVX2+FMA build where the CPU has both.
-#if defined(SWISK_X86_DISPATCH)
+// forward_rows / backward_features for this CPU: one clone per x86-64 ISA level (AVX-512, AVX2+FMA,
+// baseline; cpu/clones.h), everything they call flattened into them.
 template <int K, typename T, typename A>
-__attribute__((target("avx2,fma"), flatten)) void forward_rows_avx2(const Ctx<T, A>& c, T* y, int64_t lo, int64_t hi) {
-  forward_rows<K>(c, y, lo, hi);
-}
-template <int K, typename T, typename A>
-__attribute__((target("avx2,fma"), flatten)) void backward_features_avx2(const Ctx<T, A>& c, const T* gy, T* gx,
-                                                                        A* gwt, int64_t lo, int64_t hi) {
-  backward_features<K>(c, gy, gx, gwt, lo, hi);
-}
-bool has_avx2() {
-  static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
-  return yes;
-}
-#endif
-
-template <int K, typename T, typename A>
-__attribute__((flatten)) void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t lo, int64_t hi) {
-#if defined(SWISK_X86_DISPATCH)
-  if (has_avx2()) return forward_rows_avx2<K>(c, y, lo, hi);
-#endif
+SK_CLONES_FLAT void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t lo, int64_t hi) {
   forward_rows<K>(c, y, lo, hi);
 }
 
 template <int K, typename T, typename A>
-__attribute__((flatten)) void backward_features_any(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t lo,
-                                                    int64_t hi) {
-#if defined(SWISK_X86_DISPATCH)
-  if (has_avx2()) return backward_features_avx2<K>(c, gy, gx, gwt, lo, hi);
-#endif
+SK_CLONES_FLAT void backward_features_any(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t lo, int64_t hi) {
   backward_features<K>(c, gy, gx, gwt, lo, hi);
 }
 
