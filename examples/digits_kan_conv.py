@@ -13,10 +13,14 @@ import time
 
 import torch
 import torch.nn as nn
-from tqdm import tqdm
 
 import swisk
 from swisk.compat import torch_conv_kan
+
+try:  # a progress bar where tqdm is installed (pip install "swisk[progress]")
+    from tqdm import tqdm
+except ImportError:
+    tqdm = None
 from swisk.reference import torch_conv_kan as torch_conv_kan_ref
 
 
@@ -145,7 +149,7 @@ def train(epochs: int = 15, batch: int = 32, lr: float = 3e-3, widths=(8, 16), g
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, epochs)
         losses = []
         start = time.perf_counter()
-        bar = tqdm(range(epochs), desc="epochs", disable=not verbose)
+        bar = tqdm(range(epochs), desc="epochs", disable=not verbose) if tqdm else range(epochs)
         for _ in bar:
             net.train()
             total = 0.0
@@ -153,7 +157,8 @@ def train(epochs: int = 15, batch: int = 32, lr: float = 3e-3, widths=(8, 16), g
                 total += train_step(net, opt, x_tr[idx], y_tr[idx]).item() * len(idx)
             sched.step()
             losses.append(total / len(y_tr))
-            bar.set_postfix(loss=f"{losses[-1]:.4f}")
+            if tqdm:
+                bar.set_postfix(loss=f"{losses[-1]:.4f}")
         seconds = time.perf_counter() - start
         net.eval()
         with torch.no_grad():

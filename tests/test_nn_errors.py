@@ -99,16 +99,15 @@ def test_forward_input_errors(rng, i):
 
 
 @pytest.mark.parametrize("i", range(4))
-def test_layer_on_unsupported_dtype_or_device(rng, i):
+def test_layer_on_unsupported_dtype_and_on_meta(rng, i):
     name = type(_layers()[i]).__name__
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's "complex modules are a new feature"
         layer = _layers()[i].to(torch.complex64)
     with pytest.raises(TypeError, match=rf"\[{name}\] dtype: the layer's parameters are torch.complex64"):
         layer(torch.randn(4, 8, generator=rng).to(torch.complex64))
-    layer = _layers()[i].to("meta")
-    with pytest.raises(ValueError, match=rf"\[{name}\] device: swisk runs on cpu, cuda, mps, but the layer is on meta"):
-        layer(torch.empty(4, 8, device="meta"))
+    layer = _layers()[i].to("meta")  # meta: shapes only, as the CPU's (tests/test_meta.py)
+    assert layer(torch.empty(4, 8, device="meta")).shape == _layers()[i](torch.randn(4, 8, generator=rng)).shape
 
 
 def test_autocast_input_still_accepted(rng):
