@@ -37,6 +37,22 @@ def test_version_is_written_once():
     assert (ROOT / "LICENSE").read_text().lstrip().startswith("Apache License")
 
 
+def test_wheel_settings():
+    """One stable-ABI module for CPython 3.12+ (per-version below), bounded build tools, and the release
+    script's repair that keeps libgomp out (torch's OpenMP runtime stays the only one)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'wheel.py-api = "cp312"' in pyproject
+    for tool in ("scikit-build-core", "nanobind"):
+        assert re.search(rf'"{tool}>=[0-9.]+,<[0-9.]+"', pyproject), tool
+    assert re.search(r'cmake.version = ">=[0-9.]+,<[0-9.]+"', pyproject)
+    assert "STABLE_ABI" in (ROOT / "CMakeLists.txt").read_text()
+    assert "--exclude libgomp.so.1" in (ROOT / "scripts" / "build_wheels.sh").read_text()
+    name = pathlib.Path(_C.__file__).name
+    if sys.platform == "linux":
+        tag = ".abi3.so" if sys.version_info >= (3, 12) else f".cpython-{sys.version_info[0]}{sys.version_info[1]}-"
+        assert tag in name, name
+
+
 def test_readme_test_command_is_what_ci_runs():
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```\n(pip install [^\n]+)\n```", readme)
