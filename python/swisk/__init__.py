@@ -12,17 +12,47 @@ __version__ = _C.build_info()["version"]
 
 
 def build_info() -> dict:
-    """How this copy of swisk was built: version, CUDA (and archs), Metal, OpenMP."""
+    """How this copy of swisk was built: version, CUDA (and archs), Metal, OpenMP.
+
+    Args:
+        None.
+
+    Returns:
+        dict with version, cuda_compiled, cuda_archs, metal_compiled, metal_source, openmp.
+
+    Raises:
+        Nothing.
+    """
     return dict(_C.build_info())
 
 
 def backends() -> dict:
-    """Backends compiled into this build AND usable on this machine now."""
+    """Backends compiled into this build AND usable on this machine now.
+
+    Args:
+        None.
+
+    Returns:
+        {"cpu": True, "cuda": bool, "mps": bool}.
+
+    Raises:
+        Nothing.
+    """
     return {"cpu": True, "cuda": cuda_usable(), "mps": mps_usable()}
 
 
 def default_device() -> torch.device:
-    """The best device swisk can run on here: cuda > mps > cpu."""
+    """The best device swisk can run on here: cuda > mps > cpu.
+
+    Args:
+        None.
+
+    Returns:
+        torch.device.
+
+    Raises:
+        Nothing.
+    """
     b = backends()
     return torch.device("cuda" if b["cuda"] else "mps" if b["mps"] else "cpu")
 

@@ -1,4 +1,4 @@
-"""Run-time settings: which route kan_linear takes and how large the GEMM route's workspace may be.
+"""Run-time settings: which route kan_linear takes and how large the GEMM route's workspace may be::
 
     swisk.config.set(kan_route="gemm")                  # for the rest of the process
     with swisk.config.using(workspace_bytes=8 << 20):   # within a block
@@ -17,7 +17,17 @@ _settings = {"kan_route": "auto", "workspace_bytes": 64 << 20}
 
 
 def get(name: str):
-    """The current value of a setting."""
+    """The current value of a setting.
+
+    Args:
+        name: "kan_route" or "workspace_bytes".
+
+    Returns:
+        The setting's value.
+
+    Raises:
+        ValueError: an unknown name.
+    """
     if name not in _settings:
         raise ValueError(f"[swisk.config] name: unknown setting {name!r}; valid: {', '.join(_settings)}")
     return _settings[name]
@@ -33,14 +43,34 @@ def _checked(name: str, value):
 
 
 def set(**settings) -> None:  # noqa: A001 (the module's verb)
-    """Changes settings for the rest of the process."""
+    """Changes settings for the rest of the process.
+
+    Args:
+        **settings: kan_route="auto" | "gemm" | "fused", workspace_bytes=positive int.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: an unknown setting or a bad value (nothing is changed then).
+    """
     checked = {k: _checked(k, v) for k, v in settings.items()}
     _settings.update(checked)
 
 
 @contextlib.contextmanager
 def using(**settings):
-    """Changes settings within a block, restoring them after."""
+    """Changes settings within a block, restoring them after.
+
+    Args:
+        **settings: as for set().
+
+    Returns:
+        A context manager.
+
+    Raises:
+        ValueError: an unknown setting or a bad value (on entry, nothing changed).
+    """
     checked = {k: _checked(k, v) for k, v in settings.items()}
     saved = {k: _settings[k] for k in checked}
     _settings.update(checked)

@@ -163,17 +163,17 @@ def _public(d: int):
     input channel c laid out as channels c·n_basis + j, activations and bases zero-padded.
 
     Args:
-        x: (N, C, *S) or (C, *S) (any leading shape), any memory format (channels_last gives
+        x: ``(N, C, *S)`` or ``(C, *S)`` (any leading shape), any memory format (channels_last gives
             channels_last).
         grid: (C, n_knots) knots per input channel, strictly increasing.
-        base_weight: (O, C/groups, *K), or None (no base branch).
-        spline_weight: (O, C/groups·n_basis, *K), n_basis = n_knots - 1 - spline_order.
-        spline_scaler: (O, C/groups, *K) scaling each channel's n_basis weights, or None.
+        base_weight: ``(O, C/groups, *K)``, or None (no base branch).
+        spline_weight: ``(O, C/groups·n_basis, *K)``, n_basis = n_knots - 1 - spline_order.
+        spline_scaler: ``(O, C/groups, *K)`` scaling each channel's n_basis weights, or None.
         spline_order, stride, padding (int, {d} ints, 'same' or 'valid'), dilation, groups: as torch's conv.
         base_activation: 'silu', 'gelu' (erf) or 'identity'.
 
     Returns:
-        (N, O, *S_out). Runs on the GEMM route: swisk's kernels write bounded tiles of the unfolded
+        ``(N, O, *S_out)``. Runs on the GEMM route: swisk's kernels write bounded tiles of the unfolded
         bases (swisk.config workspace_bytes), torch's GEMM multiplies; the backward regenerates them
         (saved state: the inputs). Differentiable in x and every weight (grid is a constant), to any
         order on swisk's expansion kernels; forward-mode tangents from the plain-torch formulation.

@@ -160,6 +160,14 @@ def srht(x, k: int, seed: int):
     (a keyed permutation: swisk.reference.sketch documents both). E ||S x||^2 = ||x||^2. O(N log N) per
     row through the FWHT; the gradient is the exact transpose (the inverse permutation, the FWHT, D).
 
+    Args:
+        x: (..., n) floating tensor.
+        k: rows kept, 1 <= k <= n.
+        seed: 0 <= seed < 2^63; the same seed gives the same operator everywhere.
+
+    Returns:
+        (..., k) tensor in x's dtype.
+
     Raises:
         TypeError / ValueError naming the argument for a wrong x, k (1 <= k <= n) or seed.
     """
@@ -173,6 +181,13 @@ def fwht(x, scale=None):
     transform, its own inverse). fp32 accumulation (fp64 for fp64); on GPUs rows longer than 4096 go
     through global memory in the input's dtype between stages. Differentiable (the gradient is the
     transform of the gradient, H being symmetric), forward mode included.
+
+    Args:
+        x: (..., n) floating tensor, n a power of two.
+        scale: a finite float multiplying the result, or None for 1.
+
+    Returns:
+        (..., n) tensor in x's dtype.
 
     Raises:
         TypeError / ValueError naming the argument for a wrong x, a length that is not a power of two,
@@ -194,6 +209,16 @@ def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, dev
     scheme): the same seed gives the same S on every backend, thread count and tile split. Values are
     computed in fp32 and then rounded to dtype (fp64 holds the fp32 values exactly).
 
+    Args:
+        kind: "gaussian", "rademacher" or "sparse_sign".
+        k, n: the operator's rows (the sketch size) and columns (the input size), both >= 1.
+        seed: 0 <= seed < 2^63.
+        dtype, device: of the result.
+        nnz: non-zeros per column of "sparse_sign" (ignored by the dense kinds).
+
+    Returns:
+        (k, n) tensor.
+
     Raises:
         TypeError / ValueError naming the argument for a wrong kind, k, n, seed (0 <= seed < 2^63),
         nnz, dtype or device.
@@ -212,6 +237,16 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
     GEMM; it is never held whole when larger. The gradient is the exact transpose (g S, regenerated),
     itself differentiable (double backward); forward-mode tangents are the sketch of the tangent.
 
+    Args:
+        x: (..., n) floating tensor.
+        kind: "gaussian", "rademacher" or "sparse_sign".
+        k: the sketch size, >= 1.
+        seed: 0 <= seed < 2^63.
+        nnz: non-zeros per column of "sparse_sign".
+
+    Returns:
+        (..., k) tensor in x's dtype.
+
     Raises:
         TypeError / ValueError naming the argument for a wrong x, kind, k (>= 1), seed, or nnz.
     """
@@ -220,15 +255,52 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
 
 
 def gaussian_sketch(x, k: int, seed: int):
-    """x S^T with a Gaussian S (entries N(0, 1)/sqrt(k)); see sketch."""
+    """x S^T with a Gaussian S (entries N(0, 1)/sqrt(k)); see sketch.
+
+    Args:
+        x: (..., n) floating tensor.
+        k: the sketch size, >= 1.
+        seed: 0 <= seed < 2^63.
+
+    Returns:
+        (..., k) tensor in x's dtype.
+
+    Raises:
+        TypeError / ValueError naming the argument for a wrong x, k or seed.
+    """
     return sketch(x, "gaussian", k, seed)
 
 
 def rademacher_sketch(x, k: int, seed: int):
-    """x S^T with a Rademacher S (entries +-1/sqrt(k)); see sketch."""
+    """x S^T with a Rademacher S (entries +-1/sqrt(k)); see sketch.
+
+    Args:
+        x: (..., n) floating tensor.
+        k: the sketch size, >= 1.
+        seed: 0 <= seed < 2^63.
+
+    Returns:
+        (..., k) tensor in x's dtype.
+
+    Raises:
+        TypeError / ValueError naming the argument for a wrong x, k or seed.
+    """
     return sketch(x, "rademacher", k, seed)
 
 
 def sparse_sign_sketch(x, k: int, nnz: int, seed: int):
-    """x S^T with a sparse-sign S (nnz entries +-1/sqrt(nnz) per column; CountSketch at nnz = 1); see sketch."""
+    """x S^T with a sparse-sign S (nnz entries +-1/sqrt(nnz) per column; CountSketch at nnz = 1); see sketch.
+
+    Args:
+        x: (..., n) floating tensor.
+        k: the sketch size, >= 1.
+        nnz: non-zeros per column, 1 <= nnz <= min(k, 64).
+        seed: 0 <= seed < 2^63.
+
+    Returns:
+        (..., k) tensor in x's dtype.
+
+    Raises:
+        TypeError / ValueError naming the argument for a wrong x, k, nnz or seed.
+    """
     return sketch(x, "sparse_sign", k, seed, nnz)

@@ -110,6 +110,15 @@ BASIS = OpSpec(
     finite and strictly increasing (checked for CPU tensors; GPU kernels write NaN for a bad row).
     spline_order: up to 63 on CPU, 15 on GPUs. Under autocast it runs in its input dtype.
 
+    Args:
+        x: (..., in) floating tensor.
+        grid: (in, n_knots) knots per feature, same dtype and device as x.
+        spline_order: the splines' degree k (n_basis = n_knots - 1 - k).
+        derivative: m, the order of the derivative in x (0: the bases themselves).
+
+    Returns:
+        (..., in, n_basis) tensor in x's dtype.
+
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
     """)
@@ -124,6 +133,16 @@ EXPAND = OpSpec(
     first in columns (when base) and then B^(m)_j(x_i) at column base·in + i·n_basis + j; so that
     kan_linear(x, ...) = kan_expand(x, grid, k) @ [base_weight | spline_weight·spline_scaler]ᵀ.
     Differentiable in x to any order (grid is a constant). derivative: at most 8 with base.
+
+    Args:
+        x: (..., in) floating tensor.
+        grid: (in, n_knots) knots per feature.
+        spline_order: the splines' degree k.
+        derivative: m, the order of the derivative in x of every column.
+        base: whether the first in columns hold silu^(m)(x).
+
+    Returns:
+        (..., base·in + in·n_basis) tensor in x's dtype.
 
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.

@@ -64,6 +64,14 @@ WAVELET_KAN = OpSpec(
     scale must be non-zero: on CPU tensors a zero raises ValueError; on GPUs (whose memory is not
     read on the host) a zero scale gives the inf / NaN the division gives. Negative scales are allowed.
 
+    Args:
+        x: (..., in) floating tensor.
+        scale, translation, weight: (out, in) tensors in x's dtype and device.
+        wavelet: the mother wavelet's name.
+
+    Returns:
+        (..., out) tensor (float32 under autocast).
+
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices, shapes, an unknown
         wavelet or a zero scale.

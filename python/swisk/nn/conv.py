@@ -143,15 +143,60 @@ class _KANConvNd(torch.nn.Module):
 
 
 class KANConv1d(_KANConvNd):
-    """KAN convolution over (N, C, L) inputs; see swisk.ops.kan_conv1d."""
+    """KAN convolution over (N, C, L) inputs; see swisk.ops.kan_conv1d.
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as nn.Conv1d's.
+        grid_size: intervals of the uniform knot grid over grid_range.
+        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
+        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
+        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
+        grid_eps: update_grid's blend of quantile and uniform knots.
+        grid_range: [low, high] of the initial knots.
+        enable_standalone_scale_spline: whether spline_scaler exists.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
+    """
     d = 1
 
 
 class KANConv2d(_KANConvNd):
-    """KAN convolution over (N, C, H, W) inputs (NCHW or channels_last); see swisk.ops.kan_conv2d."""
+    """KAN convolution over (N, C, H, W) inputs (NCHW or channels_last); see swisk.ops.kan_conv2d.
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as nn.Conv2d's.
+        grid_size: intervals of the uniform knot grid over grid_range.
+        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
+        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
+        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
+        grid_eps: update_grid's blend of quantile and uniform knots.
+        grid_range: [low, high] of the initial knots.
+        enable_standalone_scale_spline: whether spline_scaler exists.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
+    """
     d = 2
 
 
 class KANConv3d(_KANConvNd):
-    """KAN convolution over (N, C, D, H, W) inputs; see swisk.ops.kan_conv3d."""
+    """KAN convolution over (N, C, D, H, W) inputs; see swisk.ops.kan_conv3d.
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as nn.Conv3d's.
+        grid_size: intervals of the uniform knot grid over grid_range.
+        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
+        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
+        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
+        grid_eps: update_grid's blend of quantile and uniform knots.
+        grid_range: [low, high] of the initial knots.
+        enable_standalone_scale_spline: whether spline_scaler exists.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
+    """
     d = 3

@@ -41,6 +41,20 @@ class KANLinear(torch.nn.Module):
     time and the layer's function changes. ``update_grid(x, preserve=True)`` divides the refit by
     ``spline_scaler`` (entries whose scaler is exactly 0 get 0), which keeps the layer's output on x up
     to the fit. The two agree without ``enable_standalone_scale_spline``.
+
+    Args:
+        in_features, out_features: the widths.
+        grid_size: intervals of the uniform knot grid over grid_range.
+        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
+        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
+        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
+        grid_eps: update_grid's blend of quantile and uniform knots.
+        grid_range: [low, high] of the initial knots.
+        enable_standalone_scale_spline: whether spline_scaler exists.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
     """
 
     def __init__(self, in_features, out_features, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
@@ -157,7 +171,21 @@ class KANLinear(torch.nn.Module):
 
 
 class KAN(torch.nn.Module):
-    """A stack of KANLinear layers (efficient-kan's KAN): layers_hidden = [in, hidden..., out]."""
+    """A stack of KANLinear layers (efficient-kan's KAN): layers_hidden = [in, hidden..., out].
+
+    Args:
+        layers_hidden: the widths, at least two.
+        grid_size: intervals of the uniform knot grid over grid_range.
+        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
+        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
+        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
+        grid_eps: update_grid's blend of quantile and uniform knots.
+        grid_range: [low, high] of the initial knots.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
+    """
 
     def __init__(self, layers_hidden, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
                  scale_spline=1.0, base_activation=torch.nn.SiLU, grid_eps=0.02, grid_range=[-1, 1]):  # noqa: B006

@@ -37,7 +37,20 @@ class SKLinear(torch.nn.Module):
     """y = 1/(2T)·Σ_i (x·S1_i·U1_i + x·U2_i·S2_i) + bias with T = num_terms, rank r = low_rank.
 
     Parameters ``S1s`` (T, in, r), ``S2s`` (T, r, out), ``bias`` (out); buffers ``U1s`` (T, r, out) and
-    ``U2s`` (T, in, r) — or, with ``seed``, the buffer ``seed`` and U1s/U2s regenerated per forward."""
+    ``U2s`` (T, in, r) — or, with ``seed``, the buffer ``seed`` and U1s/U2s regenerated per forward.
+
+    Args:
+        in_features, out_features: the widths.
+        num_terms: T, low_rank: r.
+        W_init: an (out, in) weight to sketch (Panther's), else random S1s/S2s.
+        bias: whether the layer has a bias.
+        dtype, device: of the parameters and buffers.
+        seed: None (U1s/U2s drawn from torch's generator and stored) or 0 <= seed < 2^63.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
+    """
 
     WARNING_MSG_FC = ("The sketching layer uses more parameters than a fully connected layer. "
                       "Consider reducing 'num_terms' or 'low_rank' for efficiency.")
@@ -116,7 +129,19 @@ class SKConv2d(torch.nn.Module):
     """Panther's SKConv2d: y = conv2d(x, S1s) combined over its L·r channels by the fixed U1s (/L) + bias,
     L = 2·num_terms. Parameters ``S1s`` (L·r, C, kh, kw) and ``bias``; buffer ``U1s`` (L, r, out), or with
     ``seed`` the buffer ``seed`` and U1s regenerated per forward. ``fromTorch(conv, num_terms, low_rank)``
-    sketches an existing nn.Conv2d (groups 1, dilation 1)."""
+    sketches an existing nn.Conv2d (groups 1, dilation 1).
+
+    Args:
+        in_channels, out_channels, kernel_size, stride, padding, bias: as nn.Conv2d's.
+        num_terms, low_rank: T and r (L·r = 2·T·r channels in between).
+        layer: an nn.Conv2d to sketch (Panther's), else random S1s.
+        dtype, device: of the parameters and buffers.
+        seed: None (U1s drawn and stored) or 0 <= seed < 2^63.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
+    """
 
     def __init__(self, in_channels, out_channels, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=True,
                  num_terms=6, low_rank=8, layer=None, dtype=None, device=None, seed=None):

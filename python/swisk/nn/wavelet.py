@@ -39,6 +39,16 @@ class WaveletKANLinear(nn.Module):
     ``F.linear(base_activation(x), weight1)`` is added before the norm, the Spl-KAN variant Wav-KAN's
     comments suggest. ``batch_norm=False`` drops ``bn``. Extensions beyond Wav-KAN: x may have any
     leading batch dimensions (flattened for the norm); an unknown wavelet raises here, not in forward.
+
+    Args:
+        in_features, out_features: the widths.
+        wavelet_type: "mexican_hat", "morlet", "dog", "meyer" or "shannon".
+        batch_norm: whether the output goes through BatchNorm1d.
+        base_activation: None (Wav-KAN's forward) or a callable turning the base branch on.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
     """
 
     def __init__(self, in_features: int, out_features: int, wavelet_type: str = "mexican_hat",
@@ -90,7 +100,16 @@ class WaveletKANLinear(nn.Module):
 
 class WaveletKAN(nn.Module):
     """Wav-KAN's KAN: WaveletKANLinear layers in ``self.layers``, built (and drawn) first to last, so the
-    state_dict keys and, for one torch seed, the initial weights match Wav-KAN's layer after layer."""
+    state_dict keys and, for one torch seed, the initial weights match Wav-KAN's layer after layer.
+
+    Args:
+        layers_hidden: the widths, at least two.
+        wavelet_type, batch_norm, base_activation: as WaveletKANLinear's, for every layer.
+
+    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
+    """
 
     def __init__(self, layers_hidden: Sequence[int], wavelet_type: str = "mexican_hat", batch_norm: bool = True,
                  base_activation: Optional[Callable] = None):
