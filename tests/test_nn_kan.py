@@ -133,11 +133,16 @@ def test_kan_stack_and_update_grid(rng):
     assert len(m.layers) == 2 and m.layers[1].in_features == 8
     assert set(m.state_dict()) == {f"layers.{i}.{n}" for i in (0, 1)
                                    for n in ("grid", "base_weight", "spline_weight", "spline_scaler")}
+    ref = reference.KAN([5, 8, 3], grid_size=4)  # efficient-kan's formulation, same weights
+    ref.load_state_dict(m.state_dict())
     x = torch.randn(64, 5, generator=rng)
-    y0 = m(x)
     y1 = m(x, update_grid=True)
     assert y1.shape == (64, 3) and torch.isfinite(y1).all()
-    assert (y1 - y0).abs().max() <= 0.05 * y0.abs().max()
+    # the refit changes the function as efficient-kan's does (a 5% bound on that change failed 6 seeds of
+    # 200): compared with the formulation instead, knots and outputs
+    torch.testing.assert_close(y1, ref(x, update_grid=True), rtol=1e-5, atol=1e-5 * y1.abs().max().item())
+    for a, b in zip(m.layers, ref.layers):
+        torch.testing.assert_close(a.grid, b.grid)
 
 
 def test_compile_trains_a_step(rng):
