@@ -85,3 +85,23 @@ def test_no_broken_pipe_traceback():
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     bare = _closed_pipe_run(["-c", "import sys; from swisk.__main__ import main; sys.exit(main(['info']))"])
     assert "BrokenPipeError" in bare
+
+
+def test_bench_quick_writes_json_and_plot(tmp_path):
+    """The release check: python -m swisk bench --quick --plot out.png --json out.json (every quick row;
+    about 17 s on 2 CPU threads)."""
+    pytest.importorskip("matplotlib")
+    png, js = tmp_path / "out.png", tmp_path / "out.json"
+    r = subprocess.run([sys.executable, "-m", "swisk", "bench", "--quick", "--no-progress", "--plot", str(png),
+                        "--json", str(js)], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    rows = json.loads(js.read_text())["rows"]
+    assert len(rows) >= 10 and all(r["reps"] >= 1 and len(r["swisk_fwd_ms_min_max"]) == 2 for r in rows)
+
+
+def test_plot_needs_matplotlib(capsys, monkeypatch):
+    import swisk.bench.plot as plot
+
+    monkeypatch.setattr(plot, "available", lambda: False)
+    assert "--plot: needs matplotlib" in bench_error(capsys, "--plot", "x.png")

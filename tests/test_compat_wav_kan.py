@@ -129,7 +129,7 @@ def test_state_dict_round_trip(rng):
 
 @pytest.mark.parametrize("wavelet", ["morlet", "shannon"])
 def test_training_matches_oracle_loss_curve(rng, wavelet):
-    """Same seed, same data, Adam in fp32: the loss curves agree to 1e-5."""
+    """Same seed, same data, Adam in fp32: the loss curves agree to 1e-4."""
     seed, widths = _seed(rng), [8, 10, 3]
     net, _ = _build(KAN, seed, widths, wavelet)
     ref, _ = _build(WavKANRef, seed, widths, wavelet)
@@ -147,9 +147,13 @@ def test_training_matches_oracle_loss_curve(rng, wavelet):
             losses.append(loss.item())
         curves.append(torch.tensor(losses, dtype=torch.float64))
     assert curves[0][-1] < curves[0][0]
-    torch.testing.assert_close(curves[0], curves[1], atol=1e-5, rtol=0)
+    # Adam divides each step by the gradient's running RMS, so where a gradient is tiny the fp32 rounding
+    # of the kernels' reduction order moves an entry visibly. Over 100 seeds (shannon, the worst) the
+    # curves differed by up to 2.5e-5 and the weights by up to 2.3e-4 beyond rtol 1e-3: bounds with 4x
+    # margin (the earlier 1e-5 / 1e-4 failed now and then)
+    torch.testing.assert_close(curves[0], curves[1], atol=1e-4, rtol=0)
     for k, v in ref.state_dict().items():
-        torch.testing.assert_close(net.state_dict()[k].double(), v.double(), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(net.state_dict()[k].double(), v.double(), atol=1e-3, rtol=1e-3)
 
 
 @pytest.mark.parametrize("wavelet", WAVELETS)

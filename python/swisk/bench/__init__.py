@@ -8,6 +8,8 @@ import sys
 
 import torch
 
+from . import plot
+
 # One module per op family, each with a CASES list (see cases.Case).
 FAMILIES = ["spline", "wavelet", "conv", "sketch", "sketched", "overhead", "peers"]
 
@@ -81,9 +83,9 @@ def _per_thread_count(p, args, argv) -> int:
     for a in (sys.argv[1:] if argv is None else list(argv)):
         if skip:
             skip = False
-        elif a in ("--threads", "--json"):
+        elif a in ("--threads", "--json", "--plot"):
             skip = True
-        elif not a.startswith(("--threads=", "--json=")):
+        elif not a.startswith(("--threads=", "--json=", "--plot=")):
             rest.append(a)
     rows, env, ceilings = [], None, {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,6 +109,9 @@ def _per_thread_count(p, args, argv) -> int:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "ceilings": ceilings, "rows": rows}, f, indent=2)
         print(f"wrote {args.json}")
+    if args.plot:
+        plot.plot(rows, args.plot, f"swisk {env['swisk']} on {env['device_name']}, threads {counts}")
+        print(f"wrote {args.plot}")
     return 0
 
 
@@ -130,15 +135,19 @@ def _check_args(p, args) -> None:
             p.error("--device cuda: no CUDA device is available here (torch.cuda.is_available() is False)")
         if dev.type == "mps" and not torch.backends.mps.is_available():
             p.error("--device mps: no MPS device is available here (torch.backends.mps.is_available() is False)")
-    if args.json:
+    if args.plot and not plot.available():
+        p.error('--plot: needs matplotlib (pip install "swisk[plot]")')
+    for opt, path in (("--json", args.json), ("--plot", args.plot)):
+        if not path:
+            continue
         try:  # an unwritable path fails now, not after the run
-            existed = os.path.exists(args.json)
-            with open(args.json, "a"):
+            existed = os.path.exists(path)
+            with open(path, "a"):
                 pass
             if not existed:
-                os.remove(args.json)
+                os.remove(path)
         except OSError as e:
-            p.error(f"--json: cannot write {args.json!r}: {e.strerror}")
+            p.error(f"{opt}: cannot write {path!r}: {e.strerror}")
 
 
 def main(argv=None) -> int:
@@ -151,6 +160,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="small cases and few repetitions")
     p.add_argument("--reps", type=int, default=None, help="timed repetitions per measurement")
     p.add_argument("--json", metavar="FILE", help="write the results (with device, versions, commit) as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="draw speed-up and memory per row (needs matplotlib)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--threads", metavar="N[,M...]", help="CPU thread counts, each run in its own process "
                    "(changing torch's thread count inside one process slows its later parallel regions)")
@@ -196,4 +206,7 @@ def main(argv=None) -> int:
     if args.json:
         runner.to_json(args.json, env, ceilings, rows)
         print(f"wrote {args.json}")
+    if args.plot:
+        plot.plot(rows, args.plot, f"swisk {env['swisk']} on {env['device_name']} ({device}, {env['threads']} threads)")
+        print(f"wrote {args.plot}")
     return 0
