@@ -3,3 +3,4 @@ from . import spline  # noqa: F401
 from . import wavelet  # noqa: F401
 from . import conv  # noqa: F401
 from . import sketch  # noqa: F401
+from . import flops  # noqa: F401  (FlopCounterMode formulas of the ops above)
