@@ -105,3 +105,15 @@ def test_plot_needs_matplotlib(capsys, monkeypatch):
 
     monkeypatch.setattr(plot, "available", lambda: False)
     assert "--plot: needs matplotlib" in bench_error(capsys, "--plot", "x.png")
+
+
+def test_bench_records_the_builds_commit(tmp_path, monkeypatch):
+    """The environment's commit is the one the build recorded, never the repository the bench runs in."""
+    from swisk.bench import runner
+
+    env = runner.environment(torch.device("cpu"))
+    assert env["commit"] == (swisk.build_info().get("commit") or "unknown (built without git metadata)")
+    built = dict(runner._C.build_info())
+    monkeypatch.setattr(runner._C, "build_info", lambda: {**built, "commit": ""})
+    monkeypatch.chdir(tmp_path)
+    assert runner.environment(torch.device("cpu"))["commit"] == "unknown (built without git metadata)"

@@ -6,7 +6,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
@@ -246,12 +245,9 @@ def environment(device: torch.device) -> dict:
         except (OSError, StopIteration):
             pass
     info = _C.build_info()
-    commit = info.get("commit") or ""
-    if not commit:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            commit = ""
+    # the commit the build recorded (git rev-parse at configure time); a build without git (an sdist)
+    # says so instead of borrowing the commit of whatever repository the bench runs in
+    commit = info.get("commit") or "unknown (built without git metadata)"
     return {
         "device": str(device), "device_name": name, "threads": torch.get_num_threads(),
         "torch": torch.__version__, "python": platform.python_version(), "swisk": info["version"],
