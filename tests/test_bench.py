@@ -4,6 +4,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 
 from swisk.bench import all_cases, runner
@@ -72,3 +73,29 @@ def test_peer_rows_when_a_peer_is_installed(monkeypatch):
                                         "b4096 1024->1024 G=5 k=3 vs fake_peer_kan"]
     row = runner.measure(cases[0], torch.device("cpu"), torch.float32, reps=1)
     assert row["fwdbwd_speedup"] > 0 and row["reference_fwdbwd_ms"] > 0
+
+
+def test_goals_are_checked_per_device():
+    from swisk.bench.cases import Case
+    from swisk.bench.runner import check_goals
+
+    case = Case("op", "x", None, None, None, targets=("fwdbwd_speedup >= 2", "fwdbwd_memory_ratio <= 0.25",
+                                                    "cuda: fwdbwd_speedup >= 3"))
+    cpu = torch.device("cpu")
+    row = check_goals({"fwdbwd_speedup": 2.4, "fwdbwd_memory_ratio": 0.1}, case, cpu)
+    assert row["goal_met"] is True and len(row["goal_checks"]) == 2  # the cuda target does not apply
+    assert check_goals({"fwdbwd_speedup": 2.4, "fwdbwd_memory_ratio": 0.3}, case, cpu)["goal_met"] is False
+    assert check_goals({"fwdbwd_speedup": 2.4}, case, cpu)["goal_met"] is None  # a value is missing
+    with pytest.raises(ValueError, match="target 'speed > 2'"):
+        check_goals({}, Case("op", "x", None, None, None, targets=("speed > 2",)), cpu)
+
+
+def test_every_stated_goal_is_checked():
+    """A row whose goal is written out also carries it as targets, and every target parses."""
+    from swisk.bench import all_cases
+    from swisk.bench.runner import check_goals
+
+    for case in all_cases():
+        assert bool(case.goal) == bool(case.targets), (case.op, case.label)
+        for dev in ("cpu", "cuda", "mps"):
+            check_goals({}, case, torch.device(dev))

@@ -162,7 +162,11 @@ def test_metal_glue_binds_the_right_tensors(monkeypatch, rng):
         cpu.launch([0 if t is None else t.data_ptr() for t in inputs + want + cwork], 0)
         for name, got, ref in zip(spec.outputs, outs, want):
             if ref.numel():  # an absent input's gradient is empty
-                torch.testing.assert_close(got, ref, atol=2e-5, rtol=2e-5, msg=f"{spec.name}.{name}")
+                # a wrong binding gives garbage; the backends' fp32 math differs by rounding, which meyer's
+                # derivative (|grad_x| up to ~20) carries past 2e-5 absolute: over 300 seeds the gap stayed
+                # below 1e-5 of the output's largest entry, so the bound is 1e-4 of it
+                scale = max(1.0, ref.abs().max().item())
+                torch.testing.assert_close(got, ref, atol=1e-4 * scale, rtol=1e-4, msg=f"{spec.name}.{name}")
         for a, b in zip(inputs, before):
             assert (a is None and b is None) or torch.equal(a, b), f"{spec.name} wrote into an input"
     assert any(k.startswith("swisk_kan_backward_scale") for k in lib.calls)

@@ -59,7 +59,8 @@ def table(rows: list) -> str:
                                               "swisk_fwd_us_per_call", "swisk_fwdbwd_us_per_call") if r.get(k)]
         extra += [f"{k}={r[k]}" for k in ("swisk_error", "reference_error") if r.get(k)]
         if r.get("goal"):
-            extra.append(f"goal: {r['goal']}")
+            met = {True: " [met]", False: " [missed]"}.get(r.get("goal_met"), "")
+            extra.append(f"goal: {r['goal']}{met}")
         if extra:
             lines.append(" " * 4 + "  ".join(extra))
     return "\n".join(lines)
@@ -196,6 +197,7 @@ def main(argv=None) -> int:
     ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps)
     for row, (case, dt) in zip(rows, tasks):
         runner.measure_memory(row, case, device, dt)
+        runner.check_goals(row, case, device)
         peak = ceilings["matmul_tflops"].get(row["dtype"])
         if peak and row.get("swisk_fwdbwd_tflops"):
             row["fwdbwd_matmul_fraction"] = row["swisk_fwdbwd_tflops"] / peak

@@ -24,6 +24,7 @@ class Case:
     quick: bool = True                        # part of --quick
     calls: int = 1                            # calls per timed repetition (per-call overhead rows)
     goal: str = ""                            # the goal for this row, quoted in the table
+    targets: tuple = ()                       # the goal, checked: "[device: ]row_key >= value" or "<= value"
     useful_flops: Optional[float] = None      # forward FLOPs on non-zero operands only (useful TFLOP/s)
     route: str = ""                           # the route the swisk side is pinned to ("" : the op's own)
     info: Optional[Callable] = None           # (inputs, device) -> extra row fields (e.g. the auto route)

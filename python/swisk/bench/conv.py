@@ -42,7 +42,8 @@ def _case(batch, c, o, size, kernel, g, goal, channels_last=False, k=3):
     return Case("kan_conv2d", label, _setup(batch, c, o, size, kernel, g, k, channels_last),
                 run=lambda a: ops.kan_conv2d(*_args(a), 1, kernel // 2),
                 reference=lambda a: reference.kan_conv(*_args(a), [1, 1], pads, [1, 1], 1),
-                grads=_GRADS, flops=flops, useful_flops=useful, goal=goal)
+                grads=_GRADS, flops=flops, useful_flops=useful, goal=goal,
+                targets=("cpu: fwdbwd_speedup >= 2", "cpu: fwdbwd_memory_ratio <= 0.125", "cuda: fwdbwd_speedup >= 3"))
 
 
 CASES = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import platform
 import statistics
 import sys
@@ -176,6 +177,29 @@ def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, see
                 row[f"swisk_{phase}_us_per_call"] = row[f"swisk_{phase}_ms"] * 1e3
     if case.evals and row.get("swisk_fwd_ms"):
         row["swisk_fwd_gevals_per_s"] = case.evals / row["swisk_fwd_ms"] / 1e6
+    return row
+
+
+_TARGET = re.compile(r"^(?:(cpu|cuda|mps):\s*)?([a-z0-9_]+)\s*(>=|<=)\s*([0-9.eE+-]+)$")
+
+
+def check_goals(row: dict, case: Case, device: torch.device) -> dict:
+    """Each target of the case that applies to this device, against the row (adds to row): goal_checks
+    [{target, value, met}] and goal_met (all met; None where no target applies or a value is missing)."""
+    checks = []
+    for t in case.targets:
+        m = _TARGET.match(t)
+        if m is None:
+            raise ValueError(f"[bench] {case.op} {case.label}: target {t!r} is not '[device: ]key >= value'")
+        dev, key, op, bound = m.group(1), m.group(2), m.group(3), float(m.group(4))
+        if dev and dev != device.type:
+            continue
+        value = row.get(key)
+        met = None if value is None else (value >= bound if op == ">=" else value <= bound)
+        checks.append({"target": t, "value": value, "met": met})
+    if checks:
+        row["goal_checks"] = checks
+        row["goal_met"] = None if any(c["met"] is None for c in checks) else all(c["met"] for c in checks)
     return row
 
 

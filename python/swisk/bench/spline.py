@@ -59,22 +59,26 @@ def _auto_route(a, device):
     return {"route_auto": routes.kan_route(backend, x.shape[0], sw.shape[1], sw.shape[0], sw.shape[2], a["k"])}
 
 
-def _kan_cases(batch, fin, fout, g, devices, goal, quick=True, k=3):
+def _kan_cases(batch, fin, fout, g, devices, goal, targets, quick=True, k=3):
     """One row per route (the fused kernels take orders <= 7), each against efficient-kan's formulation;
     flops: dense-equivalent 2·batch·out·in·(n_basis+1), useful 2·batch·out·in·(k+2)."""
     return [Case("kan_linear", f"b{batch} {fin}->{fout} G={g} k={k}", _kan_setup(batch, fin, fout, g, k),
                  run=_kan_run(route), reference=lambda a: reference.kan_linear(*_kan_args(a)), grads=_KAN_GRADS,
                  flops=2.0 * batch * fin * fout * (g + k + 1), useful_flops=2.0 * batch * fin * fout * (k + 2),
-                 devices=devices, goal=goal, quick=quick, route=route, info=_auto_route)
+                 devices=devices, goal=goal, targets=targets, quick=quick, route=route, info=_auto_route)
             for route in ("gemm", "fused")]
 
 
 _CPU = ("cpu",)
 _GPU = ("cuda", "mps")
 CASES += (
-    _kan_cases(100, 1000, 1000, 5, _CPU, "fwd+bwd >= 2x the reference (KAN-benchmarking's size)", quick=False)
-    + _kan_cases(1024, 256, 256, 5, _CPU, "fwd+bwd >= 2.5x the reference, <= 1/4 of its peak memory")
-    + _kan_cases(1024, 256, 256, 16, _CPU, "fwd+bwd >= 5x the reference, <= 1/8 of its peak memory", quick=False)
-    + _kan_cases(4096, 1024, 1024, 5, _GPU, "fwd+bwd >= 3x the reference (H100/H200)")
-    + _kan_cases(4096, 1024, 1024, 16, _GPU, "fwd+bwd >= 3x the reference (H100/H200)", quick=False)
+    _kan_cases(100, 1000, 1000, 5, _CPU, "fwd+bwd >= 2x the reference (KAN-benchmarking's size)",
+               ("fwdbwd_speedup >= 2", "fwdbwd_memory_ratio <= 0.25"), quick=False)
+    + _kan_cases(1024, 256, 256, 5, _CPU, "fwd+bwd >= 2.5x the reference, <= 1/4 of its peak memory",
+                 ("fwdbwd_speedup >= 2.5", "fwdbwd_memory_ratio <= 0.25"))
+    + _kan_cases(1024, 256, 256, 16, _CPU, "fwd+bwd >= 5x the reference, <= 1/8 of its peak memory",
+                 ("fwdbwd_speedup >= 5", "fwdbwd_memory_ratio <= 0.125"), quick=False)
+    + _kan_cases(4096, 1024, 1024, 5, _GPU, "fwd+bwd >= 3x the reference (H100/H200)", ("fwdbwd_speedup >= 3",))
+    + _kan_cases(4096, 1024, 1024, 16, _GPU, "fwd+bwd >= 3x the reference (H100/H200)", ("fwdbwd_speedup >= 3",),
+                 quick=False)
 )
