@@ -50,3 +50,13 @@ def fit(net, x, y, epochs: int, batch: int = 64, lr: float = 1e-2, verbose: bool
         if verbose and (epoch % max(1, epochs // 5) == 0 or epoch == epochs - 1):
             print(f"epoch {epoch:3d}  loss {losses[-1]:.4f}")
     return {"losses": losses, "ms_per_step": (time.perf_counter() - start) / max(1, steps) * 1e3}
+
+
+def fit_and_score(name: str, net, data, epochs: int, batch: int = 64, lr: float = 1e-2, verbose: bool = True) -> dict:
+    """fit on the training split, then the test accuracy; prints one summary line when verbose."""
+    x_tr, y_tr, x_te, y_te = data
+    run = fit(net, x_tr, y_tr, epochs, batch, lr, verbose)
+    run["accuracy"] = accuracy(net, x_te, y_te)
+    if verbose:
+        print(f"{name}: test accuracy {run['accuracy']:.3f}, {run['ms_per_step']:.2f} ms per step")
+    return run

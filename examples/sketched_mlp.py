@@ -39,7 +39,7 @@ def stored_bytes(net: nn.Module) -> int:
 
 def train(epochs: int = 30, batch: int = 64, lr: float = 3e-3, n_train: int = 1400, seed: int = 0,
           verbose: bool = True) -> dict:
-    x_tr, y_tr, x_te, y_te = digits_data.load(n_train, seed)
+    data = digits_data.load(n_train, seed)
     out = {}
     for kind in ("dense", "sketched", "sketched, seeded"):
         torch.manual_seed(seed)
@@ -47,11 +47,9 @@ def train(epochs: int = 30, batch: int = 64, lr: float = 3e-3, n_train: int = 14
         params = sum(p.numel() for p in net.parameters() if p.requires_grad)
         if verbose:
             print(f"-- {kind}: {params} trained parameters, state_dict {stored_bytes(net) / 1024:.0f} KiB")
-        run = digits_data.fit(net, x_tr, y_tr, epochs, batch, lr, verbose)
-        run.update(accuracy=digits_data.accuracy(net, x_te, y_te), params=params, stored=stored_bytes(net))
+        run = digits_data.fit_and_score(kind, net, data, epochs, batch, lr, verbose)
+        run.update(params=params, stored=stored_bytes(net))
         out[kind] = run
-        if verbose:
-            print(f"{kind}: test accuracy {run['accuracy']:.3f}, {run['ms_per_step']:.2f} ms per step")
     return out
 
 

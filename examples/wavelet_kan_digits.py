@@ -21,18 +21,14 @@ DEFAULT = ("mexican_hat", "dog", "shannon")
 
 def train(epochs: int = 30, wavelets=DEFAULT, widths=(64, 32, 10), batch: int = 64, lr: float = 1e-2,
           n_train: int = 1400, seed: int = 0, verbose: bool = True) -> dict:
-    x_tr, y_tr, x_te, y_te = digits_data.load(n_train, seed)
+    data = digits_data.load(n_train, seed)
     out = {}
     for wavelet in wavelets:
         torch.manual_seed(seed)
         net = KAN(list(widths), wavelet_type=wavelet)
         if verbose:
             print(f"-- {wavelet}")
-        run = digits_data.fit(net, x_tr, y_tr, epochs, batch, lr, verbose)
-        run["accuracy"] = digits_data.accuracy(net, x_te, y_te)
-        out[wavelet] = run
-        if verbose:
-            print(f"{wavelet}: test accuracy {run['accuracy']:.3f}, {run['ms_per_step']:.2f} ms per step")
+        out[wavelet] = digits_data.fit_and_score(wavelet, net, data, epochs, batch, lr, verbose)
     return out
 
 

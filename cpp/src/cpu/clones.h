@@ -7,6 +7,9 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
 #define SK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define SK_CLONES_FLAT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), flatten))
+#elif defined(__GNUC__)  // one build (clang, other CPUs, sanitizers): still everything inlined
+#define SK_CLONES
+#define SK_CLONES_FLAT __attribute__((flatten))
 #else
 #define SK_CLONES
 #define SK_CLONES_FLAT

@@ -6,6 +6,7 @@
 #include "swisk/ops/sketch.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -74,9 +75,17 @@ static void generate(const SketchMatrixArgs& a) {
 // FWHT rows on 64-byte vectors (one AVX-512 register; two or four narrower ones elsewhere). Every value
 // takes the same additions in the same order as the plain radix-2 stages (a, b) -> (a + b, a - b), and
 // the scale multiplies the last stage's sums: the result is bitwise swisk.reference.sketch.fwht's.
+// Vec64<A>: 64 bytes of A, and the integer lane indices of a same-shaped shuffle (GCC's __builtin_shuffle
+// takes them as a vector: GCC 11 has no __builtin_shufflevector; clang has no __builtin_shuffle).
 template <typename A> struct Vec64;
-template <> struct Vec64<float> { typedef float type __attribute__((vector_size(64))); };
-template <> struct Vec64<double> { typedef double type __attribute__((vector_size(64))); };
+template <> struct Vec64<float> {
+  typedef float type __attribute__((vector_size(64)));
+  typedef int32_t index __attribute__((vector_size(64)));
+};
+template <> struct Vec64<double> {
+  typedef double type __attribute__((vector_size(64)));
+  typedef int64_t index __attribute__((vector_size(64)));
+};
 template <typename A> using V64 = typename Vec64<A>::type;
 template <typename A> constexpr int64_t kLanes = int64_t(64 / sizeof(A));
 
@@ -84,18 +93,27 @@ template <typename A> static inline V64<A> vload(const A* p) { V64<A> v; std::me
 template <typename A> static inline void vstore(A* p, V64<A> v) { std::memcpy(p, &v, 64); }
 
 // One stage at distance H < lanes inside a vector: lane i pairs with lane i ^ H.
-template <int H, typename V, size_t... I>
-static inline V lane_stage(V v, std::index_sequence<I...>) {
-  const V s = __builtin_shufflevector(v, v, int(I ^ H)...);
-  const V sum = v + s, dif = s - v;  // lower lane: b[i] + b[i + H]; upper lane: b[i - H] - b[i]
-  return __builtin_shufflevector(sum, dif, int((I & H) ? I + sizeof...(I) : I)...);
+template <int H, typename A, size_t... I>
+static inline V64<A> lane_stage(V64<A> v, std::index_sequence<I...>) {
+  constexpr size_t L = sizeof...(I);
+#if defined(__clang__)
+  const V64<A> s = __builtin_shufflevector(v, v, int(I ^ H)...);
+#else
+  const V64<A> s = __builtin_shuffle(v, typename Vec64<A>::index{int(I ^ H)...});
+#endif
+  const V64<A> sum = v + s, dif = s - v;  // lower lane: b[i] + b[i + H]; upper lane: b[i - H] - b[i]
+#if defined(__clang__)
+  return __builtin_shufflevector(sum, dif, int((I & H) ? I + L : I)...);
+#else
+  return __builtin_shuffle(sum, dif, typename Vec64<A>::index{int((I & H) ? I + L : I)...});
+#endif
 }
 
 template <typename A>
 static inline V64<A> in_vector_stages(V64<A> v) {
   constexpr auto I = std::make_index_sequence<size_t(kLanes<A>)>();
-  v = lane_stage<1>(v, I), v = lane_stage<2>(v, I), v = lane_stage<4>(v, I);
-  if constexpr (kLanes<A> == 16) v = lane_stage<8>(v, I);
+  v = lane_stage<1, A>(v, I), v = lane_stage<2, A>(v, I), v = lane_stage<4, A>(v, I);
+  if constexpr (kLanes<A> == 16) v = lane_stage<8, A>(v, I);
   return v;
 }
 

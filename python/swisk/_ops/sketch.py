@@ -254,8 +254,13 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
     return _sketch(x, kind, k, seed, nnz)
 
 
-def gaussian_sketch(x, k: int, seed: int):
-    """x S^T with a Gaussian S (entries N(0, 1)/sqrt(k)); see sketch.
+def _dense_named(kind: str, operator: str):
+    """The named form of a dense kind: x S^T with S = sketch_matrix(kind, k, n, seed)."""
+    def fn(x, k: int, seed: int):
+        return sketch(x, kind, k, seed)
+
+    fn.__name__ = fn.__qualname__ = f"{kind}_sketch"
+    fn.__doc__ = f"""x S^T with {operator}; see sketch.
 
     Args:
         x: (..., n) floating tensor.
@@ -268,24 +273,11 @@ def gaussian_sketch(x, k: int, seed: int):
     Raises:
         TypeError / ValueError naming the argument for a wrong x, k or seed.
     """
-    return sketch(x, "gaussian", k, seed)
+    return fn
 
 
-def rademacher_sketch(x, k: int, seed: int):
-    """x S^T with a Rademacher S (entries +-1/sqrt(k)); see sketch.
-
-    Args:
-        x: (..., n) floating tensor.
-        k: the sketch size, >= 1.
-        seed: 0 <= seed < 2^63.
-
-    Returns:
-        (..., k) tensor in x's dtype.
-
-    Raises:
-        TypeError / ValueError naming the argument for a wrong x, k or seed.
-    """
-    return sketch(x, "rademacher", k, seed)
+gaussian_sketch = _dense_named("gaussian", "a Gaussian S (entries N(0, 1)/sqrt(k))")
+rademacher_sketch = _dense_named("rademacher", "a Rademacher S (entries +-1/sqrt(k))")
 
 
 def sparse_sign_sketch(x, k: int, nnz: int, seed: int):

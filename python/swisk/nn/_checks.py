@@ -14,6 +14,22 @@ FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 
 
+
+# Docstring pieces the layers share: the spline layers' constructor arguments (KANLinear, KAN,
+# KANConv1d/2d/3d) and every layer's errors.
+SPLINE_ARGS_DOC = """        grid_size: intervals of the uniform knot grid over grid_range.
+        spline_order: the splines' degree k (any k >= 0).
+        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
+        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
+        grid_eps: update_grid's blend of quantile and uniform knots.
+        grid_range: [low, high] of the initial knots.
+"""
+LAYER_RAISES_DOC = """    Raises:
+        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
+        in forward for an input of the wrong type, dtype, device or width.
+"""
+
+
 def int_arg(layer: str, arg: str, v, minimum: int, maximum: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError(f"[{layer}] {arg}: expected an int, got {type(v).__name__}")

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from .. import ops
 from .._backend import autocast_enabled
 from ..reference.spline import bspline_basis
-from ._checks import FLOAT_DTYPES, flag_arg, int_arg
+from ._checks import FLOAT_DTYPES, LAYER_RAISES_DOC, SPLINE_ARGS_DOC, flag_arg, int_arg
 from .kan import _check_args
 
 _OPS = {1: ops.kan_conv1d, 2: ops.kan_conv2d, 3: ops.kan_conv3d}
@@ -142,61 +142,24 @@ class _KANConvNd(torch.nn.Module):
                 f"grid_size={self.grid_size}, spline_order={self.spline_order}")
 
 
-class KANConv1d(_KANConvNd):
-    """KAN convolution over (N, C, L) inputs; see swisk.ops.kan_conv1d.
+def _conv_doc(d: int, inputs: str) -> str:
+    return (f"""KAN convolution over {inputs}; see swisk.ops.kan_conv{d}d.
 
     Args:
-        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as nn.Conv1d's.
-        grid_size: intervals of the uniform knot grid over grid_range.
-        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
-        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
-        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
-        grid_eps: update_grid's blend of quantile and uniform knots.
-        grid_range: [low, high] of the initial knots.
-        enable_standalone_scale_spline: whether spline_scaler exists.
+        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as nn.Conv{d}d's.
+""" + SPLINE_ARGS_DOC + "        enable_standalone_scale_spline: whether spline_scaler exists.\n\n" + LAYER_RAISES_DOC)
 
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+
+class KANConv1d(_KANConvNd):
+    __doc__ = _conv_doc(1, "(N, C, L) inputs")
     d = 1
 
 
 class KANConv2d(_KANConvNd):
-    """KAN convolution over (N, C, H, W) inputs (NCHW or channels_last); see swisk.ops.kan_conv2d.
-
-    Args:
-        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as nn.Conv2d's.
-        grid_size: intervals of the uniform knot grid over grid_range.
-        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
-        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
-        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
-        grid_eps: update_grid's blend of quantile and uniform knots.
-        grid_range: [low, high] of the initial knots.
-        enable_standalone_scale_spline: whether spline_scaler exists.
-
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+    __doc__ = _conv_doc(2, "(N, C, H, W) inputs (NCHW or channels_last)")
     d = 2
 
 
 class KANConv3d(_KANConvNd):
-    """KAN convolution over (N, C, D, H, W) inputs; see swisk.ops.kan_conv3d.
-
-    Args:
-        in_channels, out_channels, kernel_size, stride, padding, dilation, groups: as nn.Conv3d's.
-        grid_size: intervals of the uniform knot grid over grid_range.
-        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
-        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
-        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
-        grid_eps: update_grid's blend of quantile and uniform knots.
-        grid_range: [low, high] of the initial knots.
-        enable_standalone_scale_spline: whether spline_scaler exists.
-
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+    __doc__ = _conv_doc(3, "(N, C, D, H, W) inputs")
     d = 3

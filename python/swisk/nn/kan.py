@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from .. import ops
-from ._checks import check_input, flag_arg, int_arg, module_class_arg, range_arg, real_arg, widths_arg
+from ._checks import (LAYER_RAISES_DOC, SPLINE_ARGS_DOC, check_input, flag_arg, int_arg, module_class_arg, range_arg,
+                      real_arg, widths_arg)
 
 
 def _check_args(layer, grid_size, spline_order, scale_noise, scale_base, scale_spline, base_activation, grid_eps,
@@ -29,7 +30,7 @@ def _check_args(layer, grid_size, spline_order, scale_noise, scale_base, scale_s
 
 
 class KANLinear(torch.nn.Module):
-    """y = base_activation(x) @ base_weightᵀ + Σ_i Σ_j spline_weight[o,i,j]·spline_scaler[o,i]·B_j(x_i).
+    __doc__ = """y = base_activation(x) @ base_weightᵀ + Σ_i Σ_j spline_weight[o,i,j]·spline_scaler[o,i]·B_j(x_i).
 
     Parameters ``base_weight`` (out, in), ``spline_weight`` (out, in, grid_size + spline_order),
     ``spline_scaler`` (out, in; only with ``enable_standalone_scale_spline``) and the buffer ``grid``
@@ -44,18 +45,9 @@ class KANLinear(torch.nn.Module):
 
     Args:
         in_features, out_features: the widths.
-        grid_size: intervals of the uniform knot grid over grid_range.
-        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
-        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
-        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
-        grid_eps: update_grid's blend of quantile and uniform knots.
-        grid_range: [low, high] of the initial knots.
-        enable_standalone_scale_spline: whether spline_scaler exists.
+""" + SPLINE_ARGS_DOC + """        enable_standalone_scale_spline: whether spline_scaler exists.
 
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+""" + LAYER_RAISES_DOC
 
     def __init__(self, in_features, out_features, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
                  scale_spline=1.0, enable_standalone_scale_spline=True, base_activation=torch.nn.SiLU, grid_eps=0.02,
@@ -171,21 +163,11 @@ class KANLinear(torch.nn.Module):
 
 
 class KAN(torch.nn.Module):
-    """A stack of KANLinear layers (efficient-kan's KAN): layers_hidden = [in, hidden..., out].
+    __doc__ = """A stack of KANLinear layers (efficient-kan's KAN): layers_hidden = [in, hidden..., out].
 
     Args:
         layers_hidden: the widths, at least two.
-        grid_size: intervals of the uniform knot grid over grid_range.
-        spline_order: the splines' degree k (any k >= 0; orders above 7 take the GEMM route).
-        scale_noise, scale_base, scale_spline: efficient-kan's initialisation scales.
-        base_activation: a module class (SiLU: one fused op; another runs the base branch in torch).
-        grid_eps: update_grid's blend of quantile and uniform knots.
-        grid_range: [low, high] of the initial knots.
-
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+""" + SPLINE_ARGS_DOC + "\n" + LAYER_RAISES_DOC
 
     def __init__(self, layers_hidden, grid_size=5, spline_order=3, scale_noise=0.1, scale_base=1.0,
                  scale_spline=1.0, base_activation=torch.nn.SiLU, grid_eps=0.02, grid_range=[-1, 1]):  # noqa: B006

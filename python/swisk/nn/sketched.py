@@ -14,7 +14,7 @@ from torch.nn import init
 
 from .. import ops
 from .._ops.sketched import sketched_conv2d, sketched_linear
-from ._checks import int_arg
+from ._checks import LAYER_RAISES_DOC, int_arg
 
 _MASK63 = (1 << 63) - 1
 
@@ -34,7 +34,7 @@ def _signs(rows: int, cols: int, dtype, device) -> torch.Tensor:
 
 
 class SKLinear(torch.nn.Module):
-    """y = 1/(2T)·Σ_i (x·S1_i·U1_i + x·U2_i·S2_i) + bias with T = num_terms, rank r = low_rank.
+    __doc__ = """y = 1/(2T)·Σ_i (x·S1_i·U1_i + x·U2_i·S2_i) + bias with T = num_terms, rank r = low_rank.
 
     Parameters ``S1s`` (T, in, r), ``S2s`` (T, r, out), ``bias`` (out); buffers ``U1s`` (T, r, out) and
     ``U2s`` (T, in, r) — or, with ``seed``, the buffer ``seed`` and U1s/U2s regenerated per forward.
@@ -47,10 +47,7 @@ class SKLinear(torch.nn.Module):
         dtype, device: of the parameters and buffers.
         seed: None (U1s/U2s drawn from torch's generator and stored) or 0 <= seed < 2^63.
 
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+""" + LAYER_RAISES_DOC
 
     WARNING_MSG_FC = ("The sketching layer uses more parameters than a fully connected layer. "
                       "Consider reducing 'num_terms' or 'low_rank' for efficiency.")
@@ -126,7 +123,7 @@ def _pair(name, arg, v):
 
 
 class SKConv2d(torch.nn.Module):
-    """Panther's SKConv2d: y = conv2d(x, S1s) combined over its L·r channels by the fixed U1s (/L) + bias,
+    __doc__ = """Panther's SKConv2d: y = conv2d(x, S1s) combined over its L·r channels by the fixed U1s (/L) + bias,
     L = 2·num_terms. Parameters ``S1s`` (L·r, C, kh, kw) and ``bias``; buffer ``U1s`` (L, r, out), or with
     ``seed`` the buffer ``seed`` and U1s regenerated per forward. ``fromTorch(conv, num_terms, low_rank)``
     sketches an existing nn.Conv2d (groups 1, dilation 1).
@@ -138,10 +135,7 @@ class SKConv2d(torch.nn.Module):
         dtype, device: of the parameters and buffers.
         seed: None (U1s drawn and stored) or 0 <= seed < 2^63.
 
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+""" + LAYER_RAISES_DOC
 
     def __init__(self, in_channels, out_channels, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=True,
                  num_terms=6, low_rank=8, layer=None, dtype=None, device=None, seed=None):

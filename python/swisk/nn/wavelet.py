@@ -11,7 +11,7 @@ from torch import nn
 
 from .. import ops
 from ..reference import WAVELETS
-from ._checks import callable_arg, check_input, flag_arg, int_arg, widths_arg
+from ._checks import LAYER_RAISES_DOC, callable_arg, check_input, flag_arg, int_arg, widths_arg
 
 
 def _check_args(layer, wavelet_type, batch_norm, base_activation):
@@ -25,7 +25,7 @@ def _check_args(layer, wavelet_type, batch_norm, base_activation):
 
 
 class WaveletKANLinear(nn.Module):
-    """Wav-KAN's KANLinear: y = bn(wavelet_transform(x)), where
+    __doc__ = """Wav-KAN's KANLinear: y = bn(wavelet_transform(x)), where
     wavelet_transform(x)[o] = sum_i wavelet_weights[o, i] psi((x_i - translation[o, i]) / scale[o, i]).
 
     Wav-KAN's surface: parameters ``scale`` (ones), ``translation`` (zeros), ``weight1`` and
@@ -46,10 +46,7 @@ class WaveletKANLinear(nn.Module):
         batch_norm: whether the output goes through BatchNorm1d.
         base_activation: None (Wav-KAN's forward) or a callable turning the base branch on.
 
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+""" + LAYER_RAISES_DOC
 
     def __init__(self, in_features: int, out_features: int, wavelet_type: str = "mexican_hat",
                  batch_norm: bool = True, base_activation: Optional[Callable] = None):
@@ -99,17 +96,14 @@ class WaveletKANLinear(nn.Module):
 
 
 class WaveletKAN(nn.Module):
-    """Wav-KAN's KAN: WaveletKANLinear layers in ``self.layers``, built (and drawn) first to last, so the
+    __doc__ = """Wav-KAN's KAN: WaveletKANLinear layers in ``self.layers``, built (and drawn) first to last, so the
     state_dict keys and, for one torch seed, the initial weights match Wav-KAN's layer after layer.
 
     Args:
         layers_hidden: the widths, at least two.
         wavelet_type, batch_norm, base_activation: as WaveletKANLinear's, for every layer.
 
-    Raises:
-        TypeError / ValueError naming the layer and the argument, here for bad constructor arguments and
-        in forward for an input of the wrong type, dtype, device or width.
-    """
+""" + LAYER_RAISES_DOC
 
     def __init__(self, layers_hidden: Sequence[int], wavelet_type: str = "mexican_hat", batch_norm: bool = True,
                  base_activation: Optional[Callable] = None):
