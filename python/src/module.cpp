@@ -61,13 +61,14 @@ NB_MODULE(_C, m) {
     d["cuda_unusable_reason"] = cuda_unusable_reason();
     d["metal_compiled"] = bool(SWISK_WITH_METALLIB);
     d["metal_source"] = true;
-    d["openmp"] = bool(SWISK_WITH_OPENMP);
+    d["openmp"] = openmp_runtime();  // the runtime the CPU loops use, "" when serial
     d["max_spline_order"] = SWISK_MAX_CPU_SPLINE_ORDER;  // CPU; GPUs: max_gpu_spline_order
     d["max_gpu_spline_order"] = SWISK_MAX_GPU_SPLINE_ORDER;
     d["max_fused_spline_order"] = SWISK_MAX_SPLINE_ORDER;
     return d;
   });
   m.def("cuda_device_count", [] { return cuda_device_count(); });
+  m.def("cpu_threads", [] { return cpu_threads(); });
   m.def("has_kernel", [](const std::string& op, const std::string& backend) {
     return registry().has(op, backend_from_name(backend));
   });

@@ -12,13 +12,14 @@ __version__ = _C.build_info()["version"]
 
 
 def build_info() -> dict:
-    """How this copy of swisk was built: version, CUDA (and archs), Metal, OpenMP.
+    """How this copy of swisk was built: version, CUDA (and archs), Metal, and the OpenMP runtime in use.
 
     Args:
         None.
 
     Returns:
-        dict with version, cuda_compiled, cuda_archs, metal_compiled, metal_source, openmp.
+        dict with version, cuda_compiled, cuda_archs, metal_compiled, metal_source, and openmp (the
+        file name of the OpenMP runtime the CPU kernels share with torch, "" when they run serially).
 
     Raises:
         Nothing.

@@ -94,4 +94,9 @@ int cuda_runtime_version();  // cudaRuntimeGetVersion of the runtime swisk links
 std::string cuda_unusable_reason();  // why CUDA ops cannot run here, "" when they can
 std::string cuda_archs();
 
+// The OpenMP runtime the CPU backend's parallel loops run on (the one already in the process: torch's),
+// "" when none was found and they run serially.
+std::string openmp_runtime();
+int cpu_threads();  // threads a CPU kernel would use now: torch.get_num_threads() when it is torch's runtime
+
 }  // namespace swisk

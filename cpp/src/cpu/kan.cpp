@@ -206,12 +206,8 @@ SK_CLONES_FLAT void backward_features_any(const Ctx<T, A>& c, const T* gy, T* gx
 
 // Rows per parallel chunk: kRows, fewer when that would leave threads idle (results do not depend on it).
 int64_t row_grain(int64_t rows) {
-#if defined(_OPENMP)
-  const int64_t per_thread = (rows + omp_get_max_threads() - 1) / omp_get_max_threads();
+  const int64_t threads = max_threads(), per_thread = (rows + threads - 1) / threads;
   return std::max<int64_t>(1, std::min(kRows, per_thread));
-#else
-  return kRows;
-#endif
 }
 
 // Calls f(std::integral_constant<int, K>) for the runtime spline order.

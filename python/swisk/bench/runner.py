@@ -9,6 +9,7 @@ import platform
 import statistics
 import sys
 import time
+import timeit
 
 import torch
 
@@ -80,18 +81,21 @@ def _sync(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
+def _clock(device: torch.device):
+    """perf_counter read once the device has finished its queued work (torch.utils.benchmark's
+    default timer, for the device timed here only)."""
+    def clock() -> float:
+        _sync(device)
+        return time.perf_counter()
+    return clock
+
+
 def _time_once(fn, device: torch.device) -> float:
-    if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
-    t0 = time.perf_counter()
-    fn()
-    _sync(device)
-    return (time.perf_counter() - t0) * 1e3
+    """One call of fn in ms, timed by the standard library's timeit (the timer torch.utils.benchmark
+    builds on: garbage collection off while it runs) on a device-synchronised clock. A single call per
+    reading, not Timer.timeit, which adds two warm-up calls to every reading and so would break the
+    interleaving of paired_ms."""
+    return timeit.Timer(fn, timer=_clock(device)).timeit(1) * 1e3
 
 
 def median_ms(fn, device: torch.device, reps: int, warmup: int = 2) -> float:
