@@ -30,5 +30,7 @@ for w in "$raw"/*.whl; do
   auditwheel repair -w dist "$w"
 done
 for w in dist/*.whl; do
-  auditwheel show "$w" | tee /dev/stderr | grep -q 'platform tag: "manylinux' || { echo "not manylinux: $w" >&2; exit 1; }
+  auditwheel show "$w"
+  tag="$(auditwheel show --json "$w" | python -c 'import json, sys; print(json.load(sys.stdin)["overall_tag"])')"
+  [[ "$tag" == manylinux* ]] || { echo "not manylinux ($tag): $w" >&2; exit 1; }
 done

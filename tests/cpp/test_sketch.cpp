@@ -66,8 +66,9 @@ TEST(Sketch, KnownAnswerThroughEveryBackend) {
   for (Backend be : kHost) EXPECT_EQ(tile<float>(be, "gaussian", 1, 1, 0, 1, 0, 1, 3, 0)[0], want);
 }
 
-// Every backend's Rademacher entry is the sign the generator gives for (column, row, 1, 0) under the
-// seed's two key words: the generator runs through cpu, cuda-emu and metal-emu.
+// Every backend's Rademacher entry (r, c) is bit c mod 32 of word (c / 32) mod 4 of the generator's
+// draw for (c / 128, r, 1, 0) under the seed's two key words: the generator runs through cpu, cuda-emu
+// and metal-emu. n = 300 covers a partial last group of 128.
 TEST(Sketch, RademacherSignsAreThePhiloxBits) {
   const int64_t k = 9, n = 300;
   const float s = float(1.0 / std::sqrt(9.0));
@@ -76,9 +77,10 @@ TEST(Sketch, RademacherSignsAreThePhiloxBits) {
     int negatives = 0;
     for (int64_t r = 0; r < k; ++r)
       for (int64_t c = 0; c < n; ++c) {
-        const SkU4 w = sk_philox4x32_10(u4(sk_u32(c), sk_u32(r), SK_SKETCH_rademacher, 0), sk_u32(kSeed & 0xffffffff),
-                                        sk_u32(uint64_t(kSeed) >> 32));
-        EXPECT_EQ(S[r * n + c], (w.x >> 31) ? -s : s);
+        const SkU4 w = sk_philox4x32_10(u4(sk_u32(c / 128), sk_u32(r), SK_SKETCH_rademacher, 0),
+                                        sk_u32(kSeed & 0xffffffff), sk_u32(uint64_t(kSeed) >> 32));
+        const sk_u32 words[4] = {w.x, w.y, w.z, w.w};
+        EXPECT_EQ(S[r * n + c], ((words[(c / 32) % 4] >> (c % 32)) & 1) ? -s : s);
         negatives += S[r * n + c] < 0;
       }
     EXPECT_TRUE(negatives > 1200 && negatives < 1500);  // 2700 fair signs
@@ -99,13 +101,15 @@ TEST(Sketch, BackendsAgreeBitwise) {
   }
 }
 
-// A tile is the block of the whole operator, on every backend, for ragged row and column ranges.
+// A tile is the block of the whole operator, on every backend, for ragged row and column ranges (the
+// second shape's columns start inside one group of 128 Rademacher signs and cross several).
 TEST(Sketch, TilesAreBlocksOfTheWhole) {
-  const int64_t k = 21, n = 77;
+  struct Shape { int64_t k, n, r0, r1, c0, c1; };
+  for (const Shape sh : {Shape{21, 77, 3, 17, 5, 70}, Shape{6, 700, 1, 5, 100, 651}})
   for (const char* kind : {"gaussian", "rademacher", "sparse_sign"}) {
+    const int64_t k = sh.k, n = sh.n, r0 = sh.r0, r1 = sh.r1, c0 = sh.c0, c1 = sh.c1;
     const auto S = whole<float>(Backend::cpu, kind, k, n, 4);
     for (Backend be : kHost) {
-      const int64_t r0 = 3, r1 = 17, c0 = 5, c1 = 70;
       const auto T = tile<float>(be, kind, k, n, r0, r1, c0, c1, 4);
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = c0; c < c1; ++c) EXPECT_EQ(T[(r - r0) * (c1 - c0) + (c - c0)], S[r * n + c]);

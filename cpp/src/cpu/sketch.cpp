@@ -1,8 +1,8 @@
 // CPU sketch generation: the kernel header's entry functions over rows (dense kinds) or columns
 // (sparse-sign). Every value is a pure function of (seed, row, column), so the result does not depend
 // on the thread count. fp64 tiles hold the fp32 values widened exactly (the same operator in every dtype).
-// Dense rows go in blocks of columns: Philox's words in a vectorised integer loop (an AVX2 clone),
-// then the entries from them with the header's fp32 math.
+// Gaussian rows go in blocks of columns: Philox's words in a vectorised integer loop (an AVX2 clone),
+// then the entries from them with the header's fp32 math; Rademacher rows take 128 signs per draw.
 #include "swisk/ops/sketch.h"
 
 #include <algorithm>
@@ -29,15 +29,15 @@ SK_CLONES static void draw_block(const SketchParams& p, sk_u32 row, sk_u32 c, sk
   }
 }
 
-// The entries of one block from its words: branch-free fp32 math (the header's), vectorised per clone.
-template <int K>
-SK_CLONES_FLAT static void dense_values(const SketchParams& p, const sk_u32* w0, const sk_u32* w1, sk_u32 nb,
-                                        float* v) {
-  for (sk_u32 j = 0; j < nb; ++j) v[j] = sketch_dense_value<K>(p, w0[j], w1[j]);
+// The Gaussian entries of one block from its words: branch-free fp32 math (the header's), vectorised
+// per clone.
+SK_CLONES_FLAT static void gaussian_values(const SketchParams& p, const sk_u32* w0, const sk_u32* w1, sk_u32 nb,
+                                           float* v) {
+  for (sk_u32 j = 0; j < nb; ++j) v[j] = sketch_gaussian_value(p, w0[j], w1[j]);
 }
 
-template <int K, typename T>
-static void dense_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
+template <typename T>
+static void gaussian_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
   sk_u32 w0[kBlock], w1[kBlock];
   float v[kBlock];
   for (int64_t r = lo; r < hi; ++r) {
@@ -45,7 +45,38 @@ static void dense_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
     for (sk_u32 c = 0; c < p.cols; c += kBlock) {
       const sk_u32 nb = std::min(kBlock, p.cols - c);
       draw_block(p, p.r0 + sk_u32(r), p.c0 + c, nb, w0, w1);
-      dense_values<K>(p, w0, w1, nb, v);
+      gaussian_values(p, w0, w1, nb, v);
+      for (sk_u32 j = 0; j < nb; ++j) dst[c + j] = T(v[j]);
+    }
+  }
+}
+
+// Rademacher entries of columns c0 .. c0 + nb (nb <= kBlock) of `row`: one draw per group of 128
+// columns (the header's rule), then each word's 32 signs in a vectorised loop.
+SK_CLONES_FLAT static void rademacher_block(const SketchParams& p, sk_u32 row, sk_u32 c0, sk_u32 nb, float* v) {
+  constexpr sk_u32 kGroups = kBlock / 128 + 1;
+  sk_u32 bits[4 * kGroups];
+  const sk_u32 g0 = c0 >> 7, off = c0 & 127u, words = (off + nb + 31) >> 5;
+  for (sk_u32 g = 0; g < (words + 3) / 4; ++g) {
+    const SkU4 d = sk_sketch_draw(p, g0 + g, row);
+    bits[4 * g] = d.x, bits[4 * g + 1] = d.y, bits[4 * g + 2] = d.z, bits[4 * g + 3] = d.w;
+  }
+  const float s = p.scale;
+  for (sk_u32 m = off >> 5; m < words; ++m) {  // entry e - off of the block is bit e mod 32 of word e / 32
+    const sk_u32 w = bits[m], b0 = m * 32 < off ? off - m * 32 : 0, b1 = std::min<sk_u32>(32, off + nb - m * 32);
+    float* dst = v + (m * 32 + b0 - off);
+    for (sk_u32 b = 0; b < b1 - b0; ++b) dst[b] = ((w >> (b + b0)) & 1u) ? -s : s;
+  }
+}
+
+template <typename T>
+static void rademacher_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
+  float v[kBlock];
+  for (int64_t r = lo; r < hi; ++r) {
+    T* dst = out + r * int64_t(p.cols);
+    for (sk_u32 c = 0; c < p.cols; c += kBlock) {
+      const sk_u32 nb = std::min(kBlock, p.cols - c);
+      rademacher_block(p, p.r0 + sk_u32(r), p.c0 + c, nb, v);
       for (sk_u32 j = 0; j < nb; ++j) dst[c + j] = T(v[j]);
     }
   }
@@ -66,7 +97,10 @@ static void generate(const SketchMatrixArgs& a) {
         });
       } else {
         const int64_t grain = p.cols >= 4096 ? 1 : (4096 + p.cols - 1) / p.cols;
-        parallel_for(p.rows, grain, [&](int64_t lo, int64_t hi) { dense_rows<K, T>(p, lo, hi, out); });
+        parallel_for(p.rows, grain, [&](int64_t lo, int64_t hi) {
+          if constexpr (K == SK_SKETCH_rademacher) rademacher_rows<T>(p, lo, hi, out);
+          else gaussian_rows<T>(p, lo, hi, out);
+        });
       }
     });
   });

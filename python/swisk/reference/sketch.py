@@ -3,7 +3,8 @@
 
     key = (seed mod 2^32, seed >> 32); counter = (column, row, kind id, 0)
     gaussian     N(0,1)/sqrt(k): Box-Muller sqrt(-2 ln u1) cos(2 pi u2), u = ((word >> 8) + 1) 2^-24
-    rademacher   +-1/sqrt(k), the sign the first word's top bit
+    rademacher   +-1/sqrt(k), negative where bit (column mod 32) of word (column / 32) mod 4 is set, the
+                 counter (column / 128, row, 1, 0): one draw gives 128 entries of a row
     sparse_sign  +-1/sqrt(nnz) at nnz distinct rows per column (Floyd's sampling, counter (column, step,
                  2, 0), row = mulhi(word0, j + 1), sign = word1's top bit); CountSketch at nnz = 1
 """
@@ -79,10 +80,12 @@ def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, dev
         return out.to(dtype=dtype, device=device)
     rows = torch.arange(k, dtype=torch.int64)[:, None]
     cols = torch.arange(n, dtype=torch.int64)[None, :]
-    w = philox4x32_10((cols, rows, kid, 0), key)
     if kind == "rademacher":
-        out = torch.where(w[0] >> 31 == 1, -s, s).to(torch.float32)
+        words = torch.stack(philox4x32_10((cols >> 7, rows, kid, 0), key))  # (4, k, n)
+        word = words.gather(0, ((cols >> 5) & 3).expand(1, k, n))[0]
+        out = torch.where((word >> (cols & 31)) & 1 == 1, -s, s).to(torch.float32)
     else:
+        w = philox4x32_10((cols, rows, kid, 0), key)
         u1 = ((w[0] >> 8) + 1).double() * 2.0**-24
         u2 = ((w[1] >> 8) + 1).double() * 2.0**-24
         out = (torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)).float() * s

@@ -125,22 +125,27 @@ SWISK_FN float sk_cos_2pi_unit(float u) {
   return ((quad + 1) & 2) ? -v : v;
 }
 
-// A dense kind's entry, in fp32, from the first two words of its draw. Gaussian: Box-Muller
-// sqrt(-2 ln u1) cos(2 pi u2); Rademacher: the sign is the first word's top bit.
-template <int K>
-SWISK_FN float sketch_dense_value(SWISK_CONST SketchParams& p, sk_u32 w0, sk_u32 w1) {
-  if (K == SK_SKETCH_gaussian) {
-    const float u1 = sk_unit_open0(w0), u2 = sk_unit_open0(w1);
-    return sk_sqrt(-2.0f * sk_ln_unit(u1)) * sk_cos_2pi_unit(u2) * p.scale;
-  }
-  return (w0 >> 31) ? -p.scale : p.scale;
+// A Gaussian entry, in fp32, from the first two words of its draw: Box-Muller sqrt(-2 ln u1) cos(2 pi u2).
+SWISK_FN float sketch_gaussian_value(SWISK_CONST SketchParams& p, sk_u32 w0, sk_u32 w1) {
+  const float u1 = sk_unit_open0(w0), u2 = sk_unit_open0(w1);
+  return sk_sqrt(-2.0f * sk_ln_unit(u1)) * sk_cos_2pi_unit(u2) * p.scale;
 }
 
-// Entry (row, col) of a dense kind: counter (col, row, kind, 0).
+// Rademacher entries take one bit each: entry (row, col) is negative where bit col mod 32 of word
+// (col / 32) mod 4 of the draw (col / 128, row) is set, so one draw serves 128 entries of a row.
+SWISK_FN float sketch_rademacher_value(SWISK_CONST SketchParams& p, SkU4 r, sk_u32 col) {
+  const sk_u32 m = (col >> 5) & 3u;
+  const sk_u32 w = m == 0u ? r.x : m == 1u ? r.y : m == 2u ? r.z : r.w;
+  return ((w >> (col & 31u)) & 1u) ? -p.scale : p.scale;
+}
+
+// Entry (row, col) of a dense kind: Gaussian from counter (col, row, kind, 0), Rademacher from
+// (col / 128, row, kind, 0).
 template <int K>
 SWISK_FN float sketch_dense_entry(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 col) {
+  if (K == SK_SKETCH_rademacher) return sketch_rademacher_value(p, sk_sketch_draw(p, col >> 7, row), col);
   const SkU4 r = sk_sketch_draw(p, col, row);
-  return sketch_dense_value<K>(p, r.x, r.y);
+  return sketch_gaussian_value(p, r.x, r.y);
 }
 
 // Sparse-sign column col: nnz distinct rows by Floyd's sampling (step m draws t uniform in [0, j],
