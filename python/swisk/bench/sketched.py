@@ -2,6 +2,8 @@
 intermediate) and sketched_conv2d (two vendor convolutions) against Panther's formulations."""
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from .. import ops, reference
@@ -57,3 +59,30 @@ CASES.append(Case("sketched_conv2d", "b32 64->64 32x32 T=6 r=8", _conv_setup(32,
                   grads=("x", "S1s", "bias"), flops=2.0 * 32 * 32 * 32 * 96 * (64 * 9 + 64),
                   goal="CPU: fwd+bwd >= 1.5x Panther's formulation",
                 targets=("cpu: fwdbwd_speedup >= 1.5",)))
+
+
+def _layer_setup(batch, fin, fout, t, r):
+    def setup(device, dtype, gen):
+        from ..nn import SKLinear
+        torch.manual_seed(0)
+        x = torch.randn(batch, fin, generator=gen, dtype=torch.float64).to(device, dtype).requires_grad_()
+        with warnings.catch_warnings():  # Panther's sizes: more parameters than a dense layer, as it warns
+            warnings.simplefilter("ignore", UserWarning)
+            return {"x": x, "seeded": SKLinear(fin, fout, t, r, seed=1, dtype=dtype, device=device),
+                    "stored": SKLinear(fin, fout, t, r, dtype=dtype, device=device)}
+    return setup
+
+
+def _layer_run(name):
+    def run(a):
+        a[name].zero_grad(set_to_none=True)  # fresh parameter gradients every step, both sides
+        return a[name](a["x"])
+    return run
+
+
+# The price of seed=: the seeded layer regenerates its Rademacher U1s/U2s on every forward, the other
+# stores them (same sizes, same math).
+CASES.append(Case("sketched_linear", "b256 2048->1024 T=8 r=128 seeded vs stored U", _layer_setup(256, 2048, 1024, 8, 128),
+                  run=_layer_run("seeded"), reference=_layer_run("stored"), grads=("x",), quick=False,
+                  goal="fwd+bwd of the seeded layer >= 0.9x the stored one's",
+                  targets=("fwdbwd_speedup >= 0.9",)))

@@ -98,11 +98,12 @@ class SKLinear(torch.nn.Module):
         dtype = dtype or (self.S1s.dtype if hasattr(self, "S1s") else torch.get_default_dtype())
         device = device or self.seed.device
         t, r = self.num_terms, self.low_rank
-        u1 = [ops.sketch_matrix("rademacher", r, self.out_features, term_seed(seed, 2 * i), dtype, device)
-              for i in range(t)]
-        u2 = [ops.sketch_matrix("rademacher", r, self.in_features, term_seed(seed, 2 * i + 1), dtype, device).T
-              for i in range(t)]
-        return torch.stack(u1), torch.stack(u2)
+        u1 = torch.cat([ops.sketch_matrix("rademacher", r, self.out_features, term_seed(seed, 2 * i), dtype, device)
+                        for i in range(t)])
+        u2 = torch.cat([ops.sketch_matrix("rademacher", r, self.in_features, term_seed(seed, 2 * i + 1), dtype, device)
+                        for i in range(t)])
+        # U2s (T, in, r) as a view of the (T·r, in) rows: sketched_linear's x·U2 then reads them in place
+        return u1.view(t, r, -1), u2.view(t, r, -1).transpose(1, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         u1, u2 = self.operators(self.S1s.dtype, self.S1s.device)
