@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(SWISK_SANITIZE_THREAD)
 #include <thread>
@@ -33,7 +34,7 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
   const int64_t chunks = (n + grain - 1) / grain;
   struct Job {
-    F* f;
+    std::remove_reference_t<F>* f;
     int64_t n, grain, chunks;
     void run(int64_t t, int64_t nt) const {
       for (int64_t c = chunks * t / nt; c < chunks * (t + 1) / nt; ++c)

@@ -36,21 +36,6 @@ SK_CLONES_FLAT static void gaussian_values(const SketchParams& p, const sk_u32* 
   for (sk_u32 j = 0; j < nb; ++j) v[j] = sketch_gaussian_value(p, w0[j], w1[j]);
 }
 
-template <typename T>
-static void gaussian_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
-  sk_u32 w0[kBlock], w1[kBlock];
-  float v[kBlock];
-  for (int64_t r = lo; r < hi; ++r) {
-    T* dst = out + r * int64_t(p.cols);
-    for (sk_u32 c = 0; c < p.cols; c += kBlock) {
-      const sk_u32 nb = std::min(kBlock, p.cols - c);
-      draw_block(p, p.r0 + sk_u32(r), p.c0 + c, nb, w0, w1);
-      gaussian_values(p, w0, w1, nb, v);
-      for (sk_u32 j = 0; j < nb; ++j) dst[c + j] = T(v[j]);
-    }
-  }
-}
-
 // Rademacher entries of columns c0 .. c0 + nb (nb <= kBlock) of `row`: one draw per group of 128
 // columns (the header's rule), then each word's 32 signs in a vectorised loop.
 SK_CLONES_FLAT static void rademacher_block(const SketchParams& p, sk_u32 row, sk_u32 c0, sk_u32 nb, float* v) {
@@ -69,14 +54,21 @@ SK_CLONES_FLAT static void rademacher_block(const SketchParams& p, sk_u32 row, s
   }
 }
 
-template <typename T>
-static void rademacher_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
+// Rows [lo, hi) of a dense kind's tile, in blocks of kBlock columns.
+template <int K, typename T>
+static void dense_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
+  sk_u32 w0[kBlock], w1[kBlock];
   float v[kBlock];
   for (int64_t r = lo; r < hi; ++r) {
     T* dst = out + r * int64_t(p.cols);
     for (sk_u32 c = 0; c < p.cols; c += kBlock) {
-      const sk_u32 nb = std::min(kBlock, p.cols - c);
-      rademacher_block(p, p.r0 + sk_u32(r), p.c0 + c, nb, v);
+      const sk_u32 nb = std::min(kBlock, p.cols - c), row = p.r0 + sk_u32(r);
+      if constexpr (K == SK_SKETCH_rademacher) {
+        rademacher_block(p, row, p.c0 + c, nb, v);
+      } else {
+        draw_block(p, row, p.c0 + c, nb, w0, w1);
+        gaussian_values(p, w0, w1, nb, v);
+      }
       for (sk_u32 j = 0; j < nb; ++j) dst[c + j] = T(v[j]);
     }
   }
@@ -97,10 +89,7 @@ static void generate(const SketchMatrixArgs& a) {
         });
       } else {
         const int64_t grain = p.cols >= 4096 ? 1 : (4096 + p.cols - 1) / p.cols;
-        parallel_for(p.rows, grain, [&](int64_t lo, int64_t hi) {
-          if constexpr (K == SK_SKETCH_rademacher) rademacher_rows<T>(p, lo, hi, out);
-          else gaussian_rows<T>(p, lo, hi, out);
-        });
+        parallel_for(p.rows, grain, [&](int64_t lo, int64_t hi) { dense_rows<K, T>(p, lo, hi, out); });
       }
     });
   });

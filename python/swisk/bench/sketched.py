@@ -58,7 +58,7 @@ CASES.append(Case("sketched_conv2d", "b32 64->64 32x32 T=6 r=8", _conv_setup(32,
                   reference=lambda a: reference.sketched_conv2d(*(a[k] for k in _CONV_ARGS), 1, 1),
                   grads=("x", "S1s", "bias"), flops=2.0 * 32 * 32 * 32 * 96 * (64 * 9 + 64),
                   goal="CPU: fwd+bwd >= 1.5x Panther's formulation",
-                targets=("cpu: fwdbwd_speedup >= 1.5",)))
+                  targets=("cpu: fwdbwd_speedup >= 1.5",)))
 
 
 def _layer_setup(batch, fin, fout, t, r):
@@ -82,7 +82,8 @@ def _layer_run(name):
 
 # The price of seed=: the seeded layer regenerates its Rademacher U1s/U2s on every forward, the other
 # stores them (same sizes, same math).
-CASES.append(Case("sketched_linear", "b256 2048->1024 T=8 r=128 seeded vs stored U", _layer_setup(256, 2048, 1024, 8, 128),
-                  run=_layer_run("seeded"), reference=_layer_run("stored"), grads=("x",), quick=False,
+CASES.append(Case("sketched_linear", "b256 2048->1024 T=8 r=128 seeded vs stored U",
+                  _layer_setup(256, 2048, 1024, 8, 128), run=_layer_run("seeded"), reference=_layer_run("stored"),
+                  grads=("x",), quick=False,
                   goal="fwd+bwd of the seeded layer >= 0.9x the stored one's",
                   targets=("fwdbwd_speedup >= 0.9",)))

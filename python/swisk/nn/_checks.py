@@ -14,7 +14,6 @@ FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 DEVICE_TYPES = ("cpu", "cuda", "mps")
 
 
-
 # Docstring pieces the layers share: the spline layers' constructor arguments (KANLinear, KAN,
 # KANConv1d/2d/3d) and every layer's errors.
 SPLINE_ARGS_DOC = """        grid_size: intervals of the uniform knot grid over grid_range.
