@@ -71,15 +71,26 @@ int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, DTy
 
 int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t nb, int order, DType d, Backend b, bool backward,
                                 bool tf32) {
-  // CPU: knot-difference reciprocals (in, order, n_knots), the repacked weights (in, nb + 1, out) with a
-  // zero row (out) and, in backward, their gradient after a 128-element gap (no 4K aliasing).
-  // GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward; the CUDA tensor-core
-  // forward (fp16/bf16, fp32 as tf32): the packed weights (out, cpad), counted in fp32 elements.
-  if (b == Backend::cpu) return in * order * (nb + 1 + order) + (in * (nb + 1) + 1) * out * (backward ? 2 : 1) + 128;
+  // CPU: kan_cpu_layout. GPU kernels: the unscaled spline-weight gradient (out, in, nb) in backward; the
+  // CUDA tensor-core forward (fp16/bf16, fp32 as tf32): the packed weights (out, cpad), in fp32 elements.
+  if (b == Backend::cpu) return kan_cpu_layout(in, out, nb, order, d, backward).total;
   if (backward) return out * in * nb;
   if ((b != Backend::cuda && b != Backend::cuda_emu) || !kan_mma_applies(d, tf32)) return 0;
   const int64_t packed = int64_t(kan_mma_packed(sk_u32(in), sk_u32(out), sk_u32(nb)));
   return d == DType::f32 ? packed : (packed + 1) / 2;
+}
+
+KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t nb, int order, DType d, bool backward) {
+  const int64_t lanes = d == DType::f64 ? 8 : 16;
+  const auto up = [&](int64_t n) { return (n + lanes - 1) / lanes * lanes; };
+  KanCpuLayout l{};
+  l.nq = nb + 2 * int64_t(order) + 1;
+  l.outp = up(out);
+  l.wt = up(in * order * (nb + 1 + order));
+  const int64_t weights = in * l.nq * l.outp;
+  l.gwt = l.wt + weights + 8 * lanes;  // a gap: wt and gwt rows do not alias in the L1's sets
+  l.total = (backward ? l.gwt + weights : l.wt + weights) + lanes;
+  return l;
 }
 
 sk_i32* kan_nonfinite_scratch(const KanLinearArgs& a, const KanParams& p) {

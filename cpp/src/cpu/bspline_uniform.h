@@ -9,8 +9,32 @@
 #include <vector>
 
 #include "swisk/kernels/bspline.h"
+#include "vec_math.h"
 
 namespace swisk::cpu {
+
+// silu^(m) of a row, through the vector exp for m <= 1 (1 - σ(x) taken as σ(-x)); one loop per order,
+// each vectorised.
+template <typename T, typename A, typename O>
+void silu_row(const T* x, O* out, int64_t n, int m) {
+  if (m > 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = O(sk_silu_deriv(A(x[i]), m));
+  } else if (m == 1) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const A v = A(x[i]);
+      const A e = vexp_neg<A>(v < A(0) ? v : -v), r = A(1) / (A(1) + e);  // e^-|x|
+      out[i] = O((v >= A(0) ? r : e * r) * (A(1) + v * (v >= A(0) ? e * r : r)));
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const A v = A(x[i]);
+      const A e = vexp_neg<A>(v < A(0) ? v : -v), r = A(1) / (A(1) + e);
+      out[i] = O(v * (v >= A(0) ? r : e * r));
+    }
+  }
+}
 
 template <typename A>
 struct UniformKnots {

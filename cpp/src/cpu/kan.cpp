@@ -1,25 +1,37 @@
-// CPU fused KAN linear. Only order+1 bases are non-zero per input, so every (row, feature) adds
-// order+2 weight rows (silu's and the bases') to y[row, :]: cost independent of the grid size.
-// The weights are repacked to wt (in, n_basis + 1, out) so the inner loops run contiguously over
-// outputs; forward threads over rows, backward over features (each thread owns its weight-gradient
-// rows and walks the batch in order: deterministic, no atomics).
+// CPU fused KAN linear. Only order+1 bases are non-zero per input, so every (row, feature) touches
+// order+2 rows of the repacked weights wt (silu's and the bases'): cost independent of the grid size.
+// wt holds per feature nq rows: silu's, order zero rows, the n_basis spline rows, order zero rows, so
+// a knot interval s always touches rows 0 and 1+s .. 1+s+order; stored as (in, outp / lanes, nq,
+// lanes): each block of a vector's outputs holds its nq rows in one run of memory (kan_cpu_layout).
+// Forward: a thread per block of rows; the bases of a rows x features block are evaluated once, then
+// register tiles of outputs accumulate over the block's features (no accumulator traffic per feature).
+// Backward: a thread per feature (it owns the feature's gradient rows: deterministic, no atomics). The
+// rows of a tile are grouped by knot interval, so in a group the order+2 weight and gradient rows are
+// fixed: dx from dot products of gy with those rows, the weight gradient summed in registers.
 #include "swisk/ops/kan.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
+#include <memory>
+#include <vector>
 
+#include "bspline_uniform.h"
 #include "clones.h"
 #include "dtype_dispatch.h"
 #include "parallel.h"
+#include "vec_math.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"  // 64-byte vectors stay inside the ISA clones (always inlined)
+#endif
 
 namespace swisk::cpu {
 namespace {
 
-constexpr int64_t kRows = 32;   // forward: rows per block (they reuse each feature's weight rows from cache)
-constexpr int64_t kOuts = 256;  // forward: outputs per accumulator chunk
-constexpr int64_t kFeats = 1;   // backward: features per pass over the batch (their rows stay in L1)
-constexpr int64_t kBatch = 16;  // backward: rows whose bases are evaluated together
+constexpr int64_t kFeats = 16;      // forward: features per block (their weight tiles stay in L1)
+constexpr int64_t kRows = 128;      // forward: most rows per block (they reuse those tiles)
+constexpr int64_t kTileRows = 512;  // backward: most rows grouped by interval together
+constexpr int64_t kLocalBytes = 8 << 20;  // backward: the locals of a tile of rows
 
 // Items per parallel chunk so that a chunk holds at least kMinWork multiply-adds: below that, forking
 // threads costs more than it saves (one small layer runs serially).
@@ -28,186 +40,381 @@ int64_t work_grain(int64_t grain, int64_t work_per_item) {
   return std::max(grain, kMinWork / std::max<int64_t>(1, work_per_item));
 }
 
+// 64-byte vectors (GCC/clang vector extensions: one zmm, two ymm or four xmm per clone).
+template <typename A>
+struct Simd;
+template <>
+struct Simd<float> {
+  typedef float V __attribute__((vector_size(64)));
+};
+template <>
+struct Simd<double> {
+  typedef double V __attribute__((vector_size(64)));
+};
+template <typename A>
+constexpr int64_t kLanes = 64 / sizeof(A);
+
+template <typename A>
+SK_VEC_INLINE typename Simd<A>::V vload(const A* p) {
+  typename Simd<A>::V v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+template <typename A>
+SK_VEC_INLINE void vstore(A* p, typename Simd<A>::V v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+template <typename A>
+SK_VEC_INLINE A vsum(typename Simd<A>::V v) {
+  A s = A(0);
+  for (int64_t l = 0; l < kLanes<A>; ++l) s += v[l];
+  return s;
+}
+
 template <typename T, typename A>
 struct Ctx {
   KanParams p;
   const T *x, *grid, *bw, *sw, *sc;
   A* inv;  // (in, order, n_knots): 1 / (g[j+k] - g[j])
-  A* wt;   // (in, nb + 1, out): wt[i, 0, o] = bw[o, i]; wt[i, 1 + j, o] = sw[o, i, j] * sc[o, i]; then a
-           // row of zeros, read for the bases outside [0, nb) (a clamped row would give 0·inf = NaN)
-  int64_t nq() const { return int64_t(p.n_basis) + 1; }
-  const A* zero_row() const { return wt + int64_t(p.in) * nq() * p.out; }
-  int64_t inv_size() const { return int64_t(p.in) * p.order * p.n_knots; }
+  A* wt;   // (in, outp / lanes, nq, lanes)
+  int64_t nq, outp;
+  int64_t rs, vs, fs;  // strides of a row, of a vector of outputs, of a feature
+  const UniformKnots<A>* uv;  // uniform knots for the bases (forward), and their derivatives too (ud)
+  const UniformKnots<A>* ud;
+  A* at(A* base, int64_t i, int64_t r) const { return base + i * fs + r * rs; }
+  A* vec(A* base, int64_t i, int64_t ob) const { return base + i * fs + ob * vs; }  // row 0 of a vector
 };
 
-// Fills inv and wt, in parallel over features; true when a scaled spline weight is inf or NaN.
+// Fills inv (per feature) and wt (per block of kLanes outputs, each element written once, the pads
+// as zeros); true when a scaled spline weight is inf or NaN.
 template <typename T, typename A>
 bool prepare(const Ctx<T, A>& c) {
   const KanParams& p = c.p;
-  const int64_t nk = p.n_knots;
+  const int64_t nk = p.n_knots, K = p.order, nb = p.n_basis, in = p.in, L = kLanes<A>;
+  parallel_for(in, work_grain(8, K * nk), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      for (int64_t k = 1; k <= K; ++k)
+        for (int64_t j = 0; j + k < nk; ++j)
+          c.inv[(i * K + k - 1) * nk + j] = A(1) / (A(c.grid[i * nk + j + k]) - A(c.grid[i * nk + j]));
+  });
   std::atomic<bool> nonfinite{false};
-  parallel_for(p.in, work_grain(8, int64_t(p.out) * (p.n_basis + 1)), [&](int64_t lo, int64_t hi) {
-    bool bad = false;
-    for (int64_t i = lo; i < hi; ++i) {
-      const T* g = c.grid + i * nk;
-      for (int64_t k = 1; k <= p.order; ++k)
-        for (int64_t j = 0; j + k < nk; ++j) c.inv[(i * p.order + k - 1) * nk + j] = A(1) / (A(g[j + k]) - A(g[j]));
-      for (int64_t o = 0; o < p.out; ++o) {
-        const int64_t oi = o * p.in + i;
-        A* w = c.wt + i * c.nq() * p.out + o;
-        w[0] = p.has_base ? A(c.bw[oi]) : A(0);
-        const A s = p.has_scaler ? A(c.sc[oi]) : A(1);
-        for (int64_t j = 0; j < p.n_basis; ++j) {
-          const A v = A(c.sw[oi * p.n_basis + j]) * s;
-          w[(1 + j) * p.out] = v;
-          bad |= !(v - v == A(0));
+  parallel_for(c.outp / L, work_grain(1, in * c.nq * L), [&](int64_t lo, int64_t hi) {
+    A bad = A(0);  // sum of v - v: NaN once a v is inf or NaN
+    for (int64_t ob = lo; ob < hi; ++ob) {
+      const int64_t o0 = ob * L, m = std::min<int64_t>(L, p.out - o0);
+      for (int64_t i = 0; i < in; ++i) {
+        A* w = c.vec(c.wt, i, ob);
+        A s[kLanes<A>];
+        for (int64_t l = 0; l < L; ++l) {
+          const int64_t oi = (o0 + l) * in + i;
+          w[l] = l < m && p.has_base ? A(c.bw[oi]) : A(0);
+          s[l] = l < m && p.has_scaler ? A(c.sc[oi]) : A(1);
+        }
+        for (int64_t r = 1; r < c.nq; ++r) {
+          A* wr = w + r * c.rs;
+          const int64_t j = r - 1 - K;
+          if (j < 0 || j >= nb) {
+            std::fill(wr, wr + L, A(0));
+            continue;
+          }
+          const T* src = c.sw + (o0 * in + i) * nb + j;
+          for (int64_t l = 0; l < L; ++l) {
+            const A v = l < m ? A(src[l * in * nb]) * s[l] : A(0);
+            wr[l] = v;
+            bad += v - v;
+          }
         }
       }
     }
-    if (bad) nonfinite.store(true, std::memory_order_relaxed);
+    if (bad != bad) nonfinite.store(true, std::memory_order_relaxed);
   });
-  std::fill(c.wt + int64_t(p.in) * c.nq() * p.out, c.wt + (int64_t(p.in) * c.nq() + 1) * p.out, A(0));
   return nonfinite.load();
 }
 
-// Coefficients (and derivatives) of the K+2 rows of wt that x[n, i] touches: slot 0 is silu's.
-template <int K, typename A>
+// What x[n, i] contributes: coefficients of wt's rows 0 and row .. row+K (silu's first), and with D
+// their derivatives in x. Outside the grid the coefficients are 0 (NaN for NaN x) and row is 1.
+template <int K, typename A, bool D>
 struct Local {
-  A c[K + 2], d[K + 2];
-  int64_t row[K + 2];
+  A c[K + 2];
+  A d[D ? K + 2 : 1];
+  int32_t row;
 };
 
-template <int K, typename T, typename A>
-Local<K, A> local(const Ctx<T, A>& c, A xv, int64_t i) {
+template <int K, bool D, typename T, typename A>
+SK_VEC_INLINE void local(const Ctx<T, A>& c, int64_t i, A xv, Local<K, A, D>& l) {
   const KanParams& p = c.p;
-  Local<K, A> l;
-  const A* inv = c.inv + i * K * int64_t(p.n_knots);
-  const sk_i32 span = bspline_local_k<K>(xv, c.grid + i * p.n_knots, inv, sk_i32(p.n_knots), l.c + 1, l.d + 1);
+  A v[K + 1], dv[K + 1];
+  const sk_i32 s = bspline_local_k<K>(xv, c.grid + i * p.n_knots, c.inv + i * K * int64_t(p.n_knots),
+                                      sk_i32(p.n_knots), v, dv);
   l.c[0] = p.has_base ? kan_silu(xv) : A(0);
-  l.d[0] = p.has_base ? kan_silu_grad(xv) : A(0);
-  l.row[0] = 0;
-  for (int q = 0; q <= K; ++q) {  // bases outside [0, nb) are zero: -1, read as the zero row
-    const int64_t j = int64_t(span) - K + q;
-    l.row[1 + q] = j >= 0 && j < int64_t(p.n_basis) ? 1 + j : -1;
+  for (int q = 0; q <= K; ++q) l.c[q + 1] = v[q];
+  if constexpr (D) {
+    l.d[0] = p.has_base ? kan_silu_grad(xv) : A(0);
+    for (int q = 0; q <= K; ++q) l.d[q + 1] = dv[q];
   }
-  return l;
+  l.row = 1 + (s < 0 ? 0 : s);
 }
 
-// acc[o] += sum_q c[q] * w[q][o] (local copies of the pointers and coefficients: no aliasing with acc).
-template <int K, typename A>
-void axpy_rows(A* __restrict acc, const A* const* w_in, const A* c_in, int64_t n) {
-  const A* w[K + 2];
-  A c[K + 2];
-  for (int q = 0; q < K + 2; ++q) {
-    w[q] = w_in[q];
-    c[q] = c_in[q];
-  }
-#pragma omp simd
-  for (int64_t o = 0; o < n; ++o) {
-    A s = acc[o];
-#pragma GCC unroll 9
-    for (int q = 0; q < K + 2; ++q) s += c[q] * w[q][o];
-    acc[o] = s;
+// a[0, NV) += feature f's K+2 weight rows (w: its silu row) times its coefficients.
+template <int K, int NV, typename A>
+SK_VEC_INLINE void add_feature(typename Simd<A>::V* a, const A* w, int64_t rs, int64_t vs,
+                               const Local<K, A, false>& l) {
+  const A* ws = w + l.row * rs;
+  for (int v = 0; v < NV; ++v) {
+    typename Simd<A>::V t = a[v] + l.c[0] * vload(w + v * vs);
+    for (int q = 0; q <= K; ++q) t += l.c[q + 1] * vload(ws + q * rs + v * vs);
+    a[v] = t;
   }
 }
 
-// y[n_lo:n_hi, :]; the bases of a feature's rows are evaluated together (independent chains).
+// acc[0, NV vectors) += the nf features' contributions. Two accumulator sets (even and odd features)
+// keep 2·NV independent chains of multiply-adds.
+template <int K, int NV, typename A>
+SK_VEC_INLINE void forward_tile(A* acc, const A* w, int64_t fs, int64_t rs, int64_t vs, const Local<K, A, false>* l,
+                                int64_t nf) {
+  using V = typename Simd<A>::V;
+  constexpr int64_t L = kLanes<A>;
+  V a[NV], b[NV];
+  for (int v = 0; v < NV; ++v) a[v] = vload(acc + v * L), b[v] = V{};
+  int64_t f = 0;
+  for (; f + 2 <= nf; f += 2, w += 2 * fs) {
+    add_feature<K, NV>(a, w, rs, vs, l[f]);
+    add_feature<K, NV>(b, w + fs, rs, vs, l[f + 1]);
+  }
+  if (f < nf) add_feature<K, NV>(a, w, rs, vs, l[f]);
+  for (int v = 0; v < NV; ++v) vstore(acc + v * L, a[v] + b[v]);
+}
+
+// The locals of row n, features [f0, f0 + nf): uniform knots in vector lanes (xa: the thread's row
+// buffer, padded to whole blocks of lanes), else one by one.
 template <int K, typename T, typename A>
-void forward_rows(const Ctx<T, A>& c, T* y, int64_t n_lo, int64_t n_hi) {
+SK_VEC_INLINE void forward_locals(const Ctx<T, A>& c, int64_t n, int64_t f0, int64_t nf, A* xa,
+                                  Local<K, A, false>* l) {
   const KanParams& p = c.p;
-  const int64_t nr = n_hi - n_lo;
-  A acc[kRows][kOuts];
-  Local<K, A> l[kRows];
-  for (int64_t o0 = 0; o0 < p.out; o0 += kOuts) {
-    const int64_t on = std::min<int64_t>(kOuts, p.out - o0);
-    for (int64_t r = 0; r < nr; ++r) std::fill(acc[r], acc[r] + on, A(0));
-    for (int64_t i = 0; i < p.in; ++i) {
-      const A* wi = c.wt + i * c.nq() * p.out + o0;
-      for (int64_t r = 0; r < nr; ++r) l[r] = local<K>(c, A(c.x[(n_lo + r) * p.in + i]), i);
-      for (int64_t r = 0; r < nr; ++r) {
-        const A* w[K + 2];
-        for (int q = 0; q < K + 2; ++q) w[q] = l[r].row[q] < 0 ? c.zero_row() + o0 : wi + l[r].row[q] * p.out;
-        axpy_rows<K, A>(acc[r], w, l[r].c, on);
+  const T* xr = c.x + n * p.in;
+  if (c.uv == nullptr) {
+    for (int64_t f = 0; f < nf; ++f) local<K, false>(c, f0 + f, A(xr[f0 + f]), l[f]);
+    return;
+  }
+  constexpr int L = uniform_lanes<A>();
+  A silu[L], v[K + 1][L];
+  int span[L];
+  for (int64_t s0 = 0; s0 < nf; s0 += L) {
+    const int64_t ns = std::min<int64_t>(L, nf - s0), i0 = f0 + s0;
+    for (int64_t e = 0; e < L; ++e) xa[i0 + e] = e < ns ? A(xr[i0 + e]) : A(0);
+    silu_row<A, A, A>(xa + i0, silu, L, 0);
+    uniform_block<K, A>(*c.uv, xa, i0, p.n_knots, false, v, span);
+    for (int64_t e = 0; e < ns; ++e) {
+      Local<K, A, false>& d = l[s0 + e];
+      d.c[0] = p.has_base ? silu[e] : A(0);
+      for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e];
+      d.row = 1 + (span[e] < 0 ? 0 : span[e]);
+    }
+  }
+}
+
+// y[n0, n0 + nr): acc (nr, outp) and l (nr, kFeats) are the thread's scratch.
+template <int K, typename T, typename A>
+void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* xa, Local<K, A, false>* l) {
+  const KanParams& p = c.p;
+  constexpr int64_t L = kLanes<A>, NV = 4;
+  const int64_t outp = c.outp;
+  std::fill(acc, acc + nr * outp, A(0));
+  for (int64_t f0 = 0; f0 < p.in; f0 += kFeats) {
+    const int64_t nf = std::min<int64_t>(kFeats, p.in - f0);
+    for (int64_t r = 0; r < nr; ++r)
+      forward_locals<K>(c, n0 + r, f0, nf, xa, l + r * kFeats);
+    int64_t o = 0;
+    for (; o + NV * L <= outp; o += NV * L) {
+      const A* w = c.vec(c.wt, f0, o / L);
+      for (int64_t r = 0; r < nr; ++r) forward_tile<K, NV>(acc + r * outp + o, w, c.fs, c.rs, c.vs, l + r * kFeats, nf);
+    }
+    for (; o < outp; o += L) {
+      const A* w = c.vec(c.wt, f0, o / L);
+      for (int64_t r = 0; r < nr; ++r) forward_tile<K, 1>(acc + r * outp + o, w, c.fs, c.rs, c.vs, l + r * kFeats, nf);
+    }
+  }
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t o = 0; o < p.out; ++o) y[(n0 + r) * p.out + o] = T(acc[r * outp + o]);
+}
+
+// Rows (at most the kernels' register budget) of one interval group: res[g] = sum_o gy[g][o] ·
+// sum_q d_q w_q[o], as K+2 dot products per row (w_0 = w0, w_q = ws + (q-1)·rs).
+template <int K, int G, typename A>
+SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, int64_t rs, int64_t vs, int64_t out, const A* const* gy,
+                           const Local<K, A, true>* const* l, A* res) {
+  using V = typename Simd<A>::V;
+  constexpr int64_t L = kLanes<A>;
+  V acc[G][K + 2];
+  for (int g = 0; g < G; ++g)
+    for (int q = 0; q < K + 2; ++q) acc[g][q] = V{};
+  int64_t o = 0;
+  for (int64_t at = 0; o + L <= out; o += L, at += vs) {
+    V w[K + 2];
+    w[0] = vload(w0 + at);
+    for (int q = 0; q <= K; ++q) w[q + 1] = vload(ws + q * rs + at);
+    for (int g = 0; g < G; ++g) {
+      const V yv = vload(gy[g] + o);
+      for (int q = 0; q < K + 2; ++q) acc[g][q] += w[q] * yv;
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    A dot[K + 2];
+    for (int q = 0; q < K + 2; ++q) dot[q] = vsum<A>(acc[g][q]);
+    for (int64_t t = o; t < out; ++t) {
+      const int64_t at = t / L * vs + t % L;
+      dot[0] += w0[at] * gy[g][t];
+      for (int q = 0; q <= K; ++q) dot[q + 1] += ws[q * rs + at] * gy[g][t];
+    }
+    A s = A(0);
+    for (int q = 0; q < K + 2; ++q) s += l[g]->d[q] * dot[q];
+    res[g] = s;
+  }
+}
+
+// The gradient rows g0 (silu's) and gs .. gs + K·rs, on outputs [o, o + NV·L), += sum over the
+// group's m rows of c_q · gy[r]: summed in registers, one load and store per group.
+template <int K, int NV, typename A>
+SK_VEC_INLINE void dw_tile(A* g0, A* gs, int64_t rs, int64_t vs, const A* const* gy,
+                           const Local<K, A, true>* const* l, int64_t m, int64_t o) {
+  using V = typename Simd<A>::V;
+  constexpr int64_t L = kLanes<A>;
+  V a[K + 2][NV];
+  g0 += o / L * vs, gs += o / L * vs;
+  for (int v = 0; v < NV; ++v) {
+    a[0][v] = vload(g0 + v * vs);
+    for (int q = 0; q <= K; ++q) a[q + 1][v] = vload(gs + q * rs + v * vs);
+  }
+  for (int64_t r = 0; r < m; ++r) {
+    V yv[NV];
+    for (int v = 0; v < NV; ++v) yv[v] = vload(gy[r] + o + v * L);
+    for (int q = 0; q < K + 2; ++q)
+      for (int v = 0; v < NV; ++v) a[q][v] += l[r]->c[q] * yv[v];
+  }
+  for (int v = 0; v < NV; ++v) {
+    vstore(g0 + v * vs, a[0][v]);
+    for (int q = 0; q <= K; ++q) vstore(gs + q * rs + v * vs, a[q + 1][v]);
+  }
+}
+
+// The locals (with derivatives) of rows [n0, n0 + nn) into loc[i * nn + r]: uniform knots in vector
+// lanes, else one by one. xa, silu, dsilu: row buffers padded to whole blocks of lanes.
+template <int K, typename T, typename A>
+void backward_locals(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int64_t hi, Local<K, A, true>* loc,
+                     A* xa, A* silu, A* dsilu) {
+  const KanParams& p = c.p;
+  constexpr int L = uniform_lanes<A>();
+  for (int64_t r = lo; r < hi; ++r) {
+    const T* xr = c.x + (n0 + r) * p.in;
+    if (c.ud == nullptr) {
+      for (int64_t i = 0; i < p.in; ++i) local<K, true>(c, i, A(xr[i]), loc[i * nn + r]);
+      continue;
+    }
+    for (int64_t i = 0; i < p.in; ++i) xa[i] = A(xr[i]);
+    silu_row<A, A, A>(xa, silu, p.in, 0);
+    silu_row<A, A, A>(xa, dsilu, p.in, 1);
+    A v[K + 1][L], dv[K + 1][L];
+    int span[L];
+    for (int64_t i0 = 0; i0 < p.in; i0 += L) {
+      uniform_block<K, A>(*c.ud, xa, i0, p.n_knots, false, v, span);
+      uniform_block<K, A>(*c.ud, xa, i0, p.n_knots, true, dv, span);
+      for (int64_t e = 0; e < L && i0 + e < p.in; ++e) {
+        Local<K, A, true>& d = loc[(i0 + e) * nn + r];
+        d.c[0] = p.has_base ? silu[i0 + e] : A(0);
+        d.d[0] = p.has_base ? dsilu[i0 + e] : A(0);
+        for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e], d.d[q + 1] = dv[q][e];
+        d.row = 1 + (span[e] < 0 ? 0 : span[e]);
       }
     }
-    for (int64_t r = 0; r < nr; ++r)
-      for (int64_t o = 0; o < on; ++o) y[(n_lo + r) * p.out + o0 + o] = T(acc[r][o]);
   }
 }
 
-// One (row, feature) of the backward: returns sum_o gy[o] sum_q d[q] w[q][o]; gw[q][o] += c[q] gy[o].
-template <int K, typename T, typename A>
-A backward_one(const A* const* w_in, A* const* gw_in, const A* c_in, const A* d_in, const T* gy,
-                         int64_t n) {
-  const A* w[K + 2];
-  A* gw[K + 2];
-  A c[K + 2], d[K + 2];
-  for (int q = 0; q < K + 2; ++q) {
-    w[q] = w_in[q];
-    gw[q] = gw_in[q];
-    c[q] = c_in[q];
-    d[q] = d_in[q];
-  }
-  A dx = A(0);
-#pragma omp simd reduction(+ : dx)
-  for (int64_t o = 0; o < n; ++o) {
-    const A g = A(gy[o]);
-    A s = A(0);
-#pragma GCC unroll 9
-    for (int q = 0; q < K + 2; ++q) {
-      s += d[q] * w[q][o];
-      gw[q][o] += c[q] * g;
-    }
-    dx += g * s;
-  }
-  return dx;
-}
+// Scratch of one backward thread: the tile's rows grouped by interval.
+template <int K, typename A>
+struct BackScratch {
+  std::vector<const Local<K, A, true>*> lp;
+  std::vector<const A*> gp;
+  std::vector<int64_t> rows, start;
+};
 
-// Features [i_lo, i_hi): this thread owns their weight-gradient rows and walks the batch in order, in
-// blocks of kFeats features x kBatch rows whose bases are evaluated together.
+// Feature i over rows [n0, n0 + nn) with their locals loc: gx[:, i] and feature i's gradient rows.
 template <int K, typename T, typename A>
-void backward_features(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t i_lo, int64_t i_hi) {
+void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i, int64_t n0, int64_t nn,
+                      const Local<K, A, true>* loc, BackScratch<K, A>& s) {
   const KanParams& p = c.p;
-  Local<K, A> l[kBatch][kFeats];
-  for (int64_t f0 = i_lo; f0 < i_hi; f0 += kFeats) {
-    const int64_t nf = std::min(i_hi - f0, kFeats);
-    for (int64_t n0 = 0; n0 < p.rows; n0 += kBatch) {
-      const int64_t nn = std::min<int64_t>(kBatch, p.rows - n0);
-      for (int64_t r = 0; r < nn; ++r)
-        for (int64_t f = 0; f < nf; ++f) l[r][f] = local<K>(c, A(c.x[(n0 + r) * p.in + f0 + f]), f0 + f);
-      for (int64_t r = 0; r < nn; ++r)
-        for (int64_t f = 0; f < nf; ++f) {
-          const int64_t base = (f0 + f) * c.nq();
-          const A* w[K + 2];
-          A* gw[K + 2];
-          for (int q = 0; q < K + 2; ++q) {  // an absent basis: zero weights; its gradient (c = 0) into row 1
-            const int64_t row = l[r][f].row[q];
-            w[q] = row < 0 ? c.zero_row() : c.wt + (base + row) * p.out;
-            gw[q] = gwt + (base + (row < 0 ? 1 : row)) * p.out;
-          }
-          gx[(n0 + r) * p.in + f0 + f] =
-              T(backward_one<K, T, A>(w, gw, l[r][f].c, l[r][f].d, gy + (n0 + r) * p.out, p.out));
-        }
+  constexpr int64_t L = kLanes<A>;
+  constexpr int G = (K + 2) * 4 + K + 3 <= 32 ? 4 : 2;  // rows per dx_rows call (its registers)
+  constexpr int NV = (K + 2) * 4 + 4 <= 32 ? 4 : 2;     // vectors per dw_tile
+  const int64_t rs = c.rs, vs = c.vs, groups = p.n_knots;  // row = 1 + interval, at most n_knots - 1
+  s.lp.resize(nn), s.gp.resize(nn), s.rows.resize(nn), s.start.assign(groups + 1, 0);
+  for (int64_t r = 0; r < nn; ++r) ++s.start[loc[r].row];
+  for (int64_t b = 1; b <= groups; ++b) s.start[b] += s.start[b - 1];  // start[b]: end of group b
+  for (int64_t r = nn - 1; r >= 0; --r) {
+    const int64_t at = --s.start[loc[r].row];
+    s.lp[at] = &loc[r], s.rows[at] = n0 + r, s.gp[at] = gy + (n0 + r) * p.out;
+  }
+  const A* w0 = c.at(c.wt, i, 0);
+  A* g0 = c.at(gwt, i, 0);
+  for (int64_t b = 0; b < groups; ++b) {
+    const int64_t lo = s.start[b], hi = s.start[b + 1];
+    if (lo == hi) continue;
+    const A* ws = c.at(c.wt, i, b);
+    A* gs = c.at(gwt, i, b);
+    int64_t r = lo;
+    A res[G];
+    for (; r + G <= hi; r += G) {
+      dx_rows<K, G>(w0, ws, rs, vs, p.out, &s.gp[r], &s.lp[r], res);
+      for (int g = 0; g < G; ++g) gx[s.rows[r + g] * p.in + i] = T(res[g]);
     }
+    for (; r < hi; ++r) {
+      dx_rows<K, 1>(w0, ws, rs, vs, p.out, &s.gp[r], &s.lp[r], res);
+      gx[s.rows[r] * p.in + i] = T(res[0]);
+    }
+    int64_t o = 0;
+    for (; o + NV * L <= p.out; o += NV * L) dw_tile<K, NV>(g0, gs, rs, vs, &s.gp[lo], &s.lp[lo], hi - lo, o);
+    for (; o + L <= p.out; o += L) dw_tile<K, 1>(g0, gs, rs, vs, &s.gp[lo], &s.lp[lo], hi - lo, o);
+    for (int64_t e = lo; e < hi; ++e)
+      for (int64_t t = o; t < p.out; ++t) {
+        const A gv = s.gp[e][t];
+        const int64_t at = t / L * vs + t % L;
+        g0[at] += s.lp[e]->c[0] * gv;
+        for (int q = 0; q <= K; ++q) gs[q * rs + at] += s.lp[e]->c[q + 1] * gv;
+      }
   }
 }
 
-// forward_rows / backward_features for this CPU: one clone per x86-64 ISA level (AVX-512, AVX2+FMA,
+// forward_rows / backward_feature for this CPU: one clone per x86-64 ISA level (AVX-512, AVX2+FMA,
 // baseline; cpu/clones.h), everything they call flattened into them.
 template <int K, typename T, typename A>
-SK_CLONES_FLAT void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t lo, int64_t hi) {
-  forward_rows<K>(c, y, lo, hi);
+SK_CLONES_FLAT void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* xa,
+                                     Local<K, A, false>* l) {
+  forward_rows<K>(c, y, n0, nr, acc, xa, l);
 }
 
 template <int K, typename T, typename A>
-SK_CLONES_FLAT void backward_features_any(const Ctx<T, A>& c, const T* gy, T* gx, A* gwt, int64_t lo, int64_t hi) {
-  backward_features<K>(c, gy, gx, gwt, lo, hi);
+SK_CLONES_FLAT void backward_feature_any(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i, int64_t n0,
+                                         int64_t nn, const Local<K, A, true>* loc, BackScratch<K, A>& s) {
+  backward_feature<K>(c, gy, gx, gwt, i, n0, nn, loc, s);
 }
 
-// Rows per parallel chunk: kRows, fewer when that would leave threads idle (results do not depend on it).
-int64_t row_grain(int64_t rows) {
-  const int64_t threads = max_threads(), per_thread = (rows + threads - 1) / threads;
-  return std::max<int64_t>(1, std::min(kRows, per_thread));
+template <int K, typename T, typename A>
+SK_CLONES_FLAT void backward_locals_any(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int64_t hi,
+                                        Local<K, A, true>* loc, A* xa, A* silu, A* dsilu) {
+  backward_locals<K>(c, n0, nn, lo, hi, loc, xa, silu, dsilu);
+}
+
+// The uniform-knot path's knots where it applies (fp32/fp64, every feature's knots uniform; orders >= 2
+// with derivatives), else none.
+template <typename T, typename A>
+std::unique_ptr<UniformKnots<A>> uniform_knots(const KanParams& p, const T* grid, bool deriv) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    BsplineParams b{};
+    b.rows = p.rows, b.in = p.in, b.n_knots = p.n_knots, b.order = p.order, b.n_basis = p.n_basis;
+    b.deriv = deriv ? 1 : 0;
+    auto u = std::make_unique<UniformKnots<A>>(grid, b);
+    if (u->all) return u;
+  }
+  return nullptr;
 }
 
 // Calls f(std::integral_constant<int, K>) for the runtime spline order.
@@ -229,24 +436,36 @@ static_assert(SWISK_MAX_SPLINE_ORDER == 7, "dispatch_order covers orders 0..7");
 template <typename T>
 Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& x, const TensorView& grid,
                                           const TensorView& bw, const TensorView& sw, const TensorView& sc,
-                                          const TensorView& work) {
+                                          const TensorView& work, const KanCpuLayout& lay) {
   using A = typename sk_acc<T>::type;
-  A* inv = work.ptr<A>();
-  return Ctx<T, A>{p,   x.ptr<const T>(), grid.ptr<const T>(), bw.ptr<const T>(), sw.ptr<const T>(), sc.ptr<const T>(),
-                   inv, inv + int64_t(p.in) * p.order * p.n_knots};
+  A* base = work.ptr<A>();
+  return Ctx<T, A>{p,    x.ptr<const T>(), grid.ptr<const T>(), bw.ptr<const T>(), sw.ptr<const T>(),
+                   sc.ptr<const T>(), base, base + lay.wt, lay.nq, lay.outp,
+                   kLanes<A>,        lay.nq * kLanes<A>, lay.nq * lay.outp, nullptr, nullptr};
 }
 
 void forward(const KanLinearArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
+  const KanCpuLayout lay = kan_cpu_layout(p.in, p.out, p.n_basis, a.order, a.x.dtype, false);
   dispatch_float<true>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
-    const auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work);
+    using A = typename sk_acc<T>::type;
+    auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work, lay);
+    const auto uv = uniform_knots<T, A>(p, c.grid, false);
+    c.uv = uv.get();
     const bool nonfinite = prepare(c);
     T* y = a.out.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
+      const int64_t threads = max_threads(), rows = p.rows;
+      const int64_t block = std::max<int64_t>(1, std::min(kRows, (rows + threads - 1) / threads));
       const int64_t per_row = int64_t(p.in) * p.out * (k() + 2);
-      parallel_for(p.rows, work_grain(row_grain(p.rows), per_row), [&](int64_t lo, int64_t hi) {
-        for (int64_t n = lo; n < hi; n += kRows) forward_rows_any<k()>(c, y, n, std::min(hi, n + kRows));
+      parallel_for((rows + block - 1) / block, work_grain(1, per_row * block), [&](int64_t lo, int64_t hi) {
+        std::vector<A> acc(block * lay.outp), xa((p.in + kFeats - 1) / kFeats * kFeats);
+        std::vector<Local<k(), A, false>> l(block * kFeats);
+        for (int64_t b = lo; b < hi; ++b) {
+          const int64_t n0 = b * block;
+          forward_rows_any<k()>(c, y, n0, std::min(block, rows - n0), acc.data(), xa.data(), l.data());
+        }
       });
     });
     if (nonfinite) {  // rare: the formulation's 0·inf outside each row's bases (kernels/kan.h)
@@ -260,37 +479,78 @@ void forward(const KanLinearArgs& a) {
 
 void backward(const KanLinearBackwardArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
+  const KanCpuLayout lay = kan_cpu_layout(p.in, p.out, p.n_basis, a.order, a.x.dtype, true);
   dispatch_float<true>(a.x.dtype, "kan_linear_backward", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
-    const auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work);
+    auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work, lay);
+    const auto ud = uniform_knots<T, A>(p, c.grid, true);
+    c.ud = ud.get();
     prepare(c);
-    A* gwt = c.wt + (int64_t(p.in) * c.nq() + 1) * p.out + 128;  // see kan_linear_workspace
-    std::fill(gwt, gwt + int64_t(p.in) * c.nq() * p.out, A(0));
-    const T* gy = a.grad_out.ptr<const T>();
+    A* gwt = a.work.ptr<A>() + lay.gwt;
+    std::fill(gwt, gwt + int64_t(p.in) * lay.nq * lay.outp, A(0));
+    const T* gy_t = a.grad_out.ptr<const T>();
+    std::vector<A> gy_acc;  // fp16/bf16: gy in the accumulation type, O(batch·out)
+    const A* gy;
+    if constexpr (std::is_same_v<T, A>) {
+      gy = gy_t;
+    } else {
+      gy_acc.resize(int64_t(p.rows) * p.out);
+      for (size_t e = 0; e < gy_acc.size(); ++e) gy_acc[e] = A(gy_t[e]);
+      gy = gy_acc.data();
+    }
     T* gx = a.grad_x.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
+      using Loc = Local<k(), A, true>;
+      // Rows per tile: their locals for every feature in about kLocalBytes.
+      const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(kTileRows, kLocalBytes / (sizeof(Loc) * p.in)));
+      std::vector<Loc> loc(std::min<int64_t>(tile, p.rows) * p.in);
+      const int64_t padded = (p.in + kFeats - 1) / kFeats * kFeats;
+      const int64_t per_row = int64_t(p.in) * (k() + 1) * (k() + 4);
       const int64_t per_feature = int64_t(p.rows) * p.out * (k() + 2) * 2;
-      parallel_for(p.in, work_grain(kFeats, per_feature),
-                   [&](int64_t lo, int64_t hi) { backward_features_any<k()>(c, gy, gx, gwt, lo, hi); });
+      for (int64_t n0 = 0; n0 < p.rows; n0 += tile) {
+        const int64_t nn = std::min<int64_t>(tile, p.rows - n0);
+        parallel_for(nn, work_grain(4, per_row), [&](int64_t lo, int64_t hi) {
+          std::vector<A> buf(3 * padded);
+          backward_locals_any<k()>(c, n0, nn, lo, hi, loc.data(), buf.data(), buf.data() + padded,
+                                   buf.data() + 2 * padded);
+        });
+        parallel_for(p.in, work_grain(1, per_feature), [&](int64_t lo, int64_t hi) {
+          BackScratch<k(), A> s;
+          for (int64_t i = lo; i < hi; ++i)
+            backward_feature_any<k()>(c, gy, gx, gwt, i, n0, nn, loc.data() + i * nn, s);
+        });
+      }
     });
-    // gwt (in, nb + 1, out) -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler.
+    // gwt -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler;
+    // per block of kLanes outputs, reading gwt's rows contiguously.
     T *gbw = a.grad_base_weight.ptr<T>(), *gsw = a.grad_spline_weight.ptr<T>(), *gsc = a.grad_spline_scaler.ptr<T>();
-    parallel_for(p.out, work_grain(16, int64_t(p.in) * p.n_basis), [&](int64_t lo, int64_t hi) {
-      for (int64_t o = lo; o < hi; ++o)
-        for (int64_t i = 0; i < p.in; ++i) {
-          const int64_t oi = o * p.in + i;
-          const A* g = gwt + i * c.nq() * p.out + o;
-          if (p.has_base) gbw[oi] = T(g[0]);
-          const A s = p.has_scaler ? A(c.sc[oi]) : A(1);
-          A ds = A(0);
-          for (int64_t j = 0; j < p.n_basis; ++j) {
-            const A gj = g[(1 + j) * p.out];
-            ds += gj * A(c.sw[oi * p.n_basis + j]);
-            gsw[oi * p.n_basis + j] = T(gj * s);
+    constexpr int64_t L = kLanes<A>;
+    const int64_t nb = p.n_basis, in = p.in;
+    parallel_for(lay.outp / L, work_grain(1, in * nb * L), [&](int64_t lo, int64_t hi) {
+      for (int64_t ob = lo; ob < hi; ++ob) {
+        const int64_t o0 = ob * L, m = std::min<int64_t>(L, p.out - o0);
+        for (int64_t i = 0; i < in; ++i) {
+          const A* g = c.vec(gwt, i, ob);
+          A s[L], ds[L];
+          for (int64_t l = 0; l < m; ++l) {
+            const int64_t oi = (o0 + l) * in + i;
+            if (p.has_base) gbw[oi] = T(g[l]);
+            s[l] = p.has_scaler ? A(c.sc[oi]) : A(1);
+            ds[l] = A(0);
           }
-          if (p.has_scaler) gsc[oi] = T(ds);
+          for (int64_t j = 0; j < nb; ++j) {
+            const A* gj = g + (1 + a.order + j) * c.rs;
+            for (int64_t l = 0; l < m; ++l) {
+              const int64_t e = ((o0 + l) * in + i) * nb + j;
+              ds[l] += gj[l] * A(c.sw[e]);
+              gsw[e] = T(gj[l] * s[l]);
+            }
+          }
+          if (p.has_scaler)
+            for (int64_t l = 0; l < m; ++l) gsc[(o0 + l) * in + i] = T(ds[l]);
         }
+      }
     });
   });
 }
