@@ -488,7 +488,6 @@ void backward(const KanLinearBackwardArgs& a) {
     c.ud = ud.get();
     prepare(c);
     A* gwt = a.work.ptr<A>() + lay.gwt;
-    std::fill(gwt, gwt + int64_t(p.in) * lay.nq * lay.outp, A(0));
     const T* gy_t = a.grad_out.ptr<const T>();
     std::vector<A> gy_acc;  // fp16/bf16: gy in the accumulation type, O(batch·out)
     const A* gy;
@@ -503,11 +502,13 @@ void backward(const KanLinearBackwardArgs& a) {
     dispatch_order(a.order, [&](auto k) {
       using Loc = Local<k(), A, true>;
       // Rows per tile: their locals for every feature in about kLocalBytes.
-      const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(kTileRows, kLocalBytes / (sizeof(Loc) * p.in)));
+      const int64_t per_tile_row = int64_t(sizeof(Loc)) * std::max<int64_t>(1, p.in);
+      const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(kTileRows, kLocalBytes / per_tile_row));
       std::vector<Loc> loc(std::min<int64_t>(tile, p.rows) * p.in);
       const int64_t padded = (p.in + kFeats - 1) / kFeats * kFeats;
       const int64_t per_row = int64_t(p.in) * (k() + 1) * (k() + 4);
       const int64_t per_feature = int64_t(p.rows) * p.out * (k() + 2) * 2;
+      if (p.rows == 0) std::fill(gwt, c.at(gwt, p.in, 0), A(0));
       for (int64_t n0 = 0; n0 < p.rows; n0 += tile) {
         const int64_t nn = std::min<int64_t>(tile, p.rows - n0);
         parallel_for(nn, work_grain(4, per_row), [&](int64_t lo, int64_t hi) {
@@ -517,8 +518,10 @@ void backward(const KanLinearBackwardArgs& a) {
         });
         parallel_for(p.in, work_grain(1, per_feature), [&](int64_t lo, int64_t hi) {
           BackScratch<k(), A> s;
-          for (int64_t i = lo; i < hi; ++i)
+          for (int64_t i = lo; i < hi; ++i) {
+            if (n0 == 0) std::fill(c.at(gwt, i, 0), c.at(gwt, i + 1, 0), A(0));  // by the thread that sums it
             backward_feature_any<k()>(c, gy, gx, gwt, i, n0, nn, loc.data() + i * nn, s);
+          }
         });
       }
     });

@@ -19,16 +19,22 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
     return _cpu_rule(rows, in_f, out_f, n_basis, order)
 
 
-# Measured on a 2-core EPYC (torch 2.13, MKL; fwd+bwd fp32, k=3, interleaved medians, 1 and 2 threads),
-# time of the fused route / time of the gemm route:
-#   b1 64->64 G=5: 0.63-0.69      b64 128->128 G=5: 0.70-0.80     b1024 256->256 G=5: 0.80-0.81
-#   b4096 256->256 G=5: 0.74-0.83 b1024 256->256 G=16: 0.62-0.63  (the fused kernel wins: its weights
-#   stay in cache and it does k+2 multiply-adds per (row, feature, output), the GEMM n_basis+1)
-#   b256 512->512 G=10: 1.12-1.18 b100 1000->1000 G=5: 1.55-1.80  (the gemm route wins: the fused
-#   kernel streams weights that no longer fit in cache)
-# The boundary: the weights the fused kernel touches, out·in·(k+2) values, past 2 MiB.
-_FUSED_WEIGHT_BYTES = 2 << 20
+# Measured on a 2-core EPYC (torch 2.13, MKL; fwd+bwd fp32, k=3, uniform knots, interleaved medians;
+# python -m swisk bench --op kan_linear --threads 1,2), time of the fused route / time of the gemm route:
+#   b1 64->64 G=5: 0.81           b64 128->128 G=5: 0.98-1.08     b16 256->256 G=5: 1.74
+#   b32 512->512 G=5: 1.56        b128 512->512 G=5: 1.01         b256 512->512 G=10: 0.80-0.88
+#   b512 512->512 G=5: 0.66       b1024 256->256 G=5: 0.78-0.83   b1024 256->256 G=16: 0.59-0.63
+#   b4096 256->256 G=5: 0.39      b100 1000->1000 G=5: 1.23-2.3   b256 1000->1000 G=5: 1.18
+# The fused kernels do k+2 multiply-adds per (row, feature, output) where the GEMM does n_basis+1, but
+# repack, zero and unpack the weights and their gradient on every call: they win from about 128 rows,
+# and on tiny layers, where the GEMM route's fixed costs dominate. Their repacked weights and gradient
+# (in, n_basis+2k+1, out) must fit the workspace bound (swisk.config workspace_bytes).
+_FUSED_MIN_ROWS = 128
+_FUSED_TINY_BYTES = 256 << 10
 
 
 def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> str:
-    return "gemm" if out_f * in_f * (order + 2) * 4 > _FUSED_WEIGHT_BYTES else "fused"
+    weights = in_f * (n_basis + 2 * order + 1) * -(-out_f // 16) * 16 * 4  # fp32, per copy
+    if 2 * weights > config._settings["workspace_bytes"]:
+        return "gemm"
+    return "fused" if rows >= _FUSED_MIN_ROWS or weights <= _FUSED_TINY_BYTES else "gemm"
