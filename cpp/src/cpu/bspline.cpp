@@ -211,11 +211,6 @@ void dispatch_order_1_7(int k, F&& f) {
   }
 }
 
-template <typename T>
-constexpr bool uniform_dtype() {
-  return std::is_same_v<T, float> || std::is_same_v<T, double>;
-}
-
 void expand(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
   dispatch_float<true>(a.x.dtype, "bspline_expand", [&](auto tag) {

@@ -2,10 +2,13 @@
 // fixed polynomials of the local coordinate t = (x - g0)/h - s, so a block of features is evaluated
 // in vector lanes without gathering knots. Used for orders 1..7 when every feature's knots are uniform
 // to a few ulp; the interval comes from floor() and the end knots, and at an inner knot the pieces
-// on either side agree (orders >= 1, derivative orders below the spline order).
+// on either side agree (orders >= 1, derivative orders below the spline order). Also silu_row: the base
+// branch's silu of a row through the vector exp.
 #pragma once
 
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "swisk/kernels/bspline.h"
@@ -58,6 +61,12 @@ struct UniformKnots {
     all = true;
   }
 };
+
+// Input dtypes the uniform path takes (its knot check reads numeric_limits of the storage type).
+template <typename T>
+constexpr bool uniform_dtype() {
+  return std::is_same_v<T, float> || std::is_same_v<T, double>;
+}
 
 // Lanes per block: one AVX-512 register of A.
 template <typename A>

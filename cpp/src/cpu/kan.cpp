@@ -21,10 +21,6 @@
 #include "parallel.h"
 #include "vec_math.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"  // 64-byte vectors stay inside the ISA clones (always inlined)
-#endif
-
 namespace swisk::cpu {
 namespace {
 
@@ -38,37 +34,6 @@ constexpr int64_t kLocalBytes = 8 << 20;  // backward: the locals of a tile of r
 constexpr int64_t kMinWork = 1 << 16;
 int64_t work_grain(int64_t grain, int64_t work_per_item) {
   return std::max(grain, kMinWork / std::max<int64_t>(1, work_per_item));
-}
-
-// 64-byte vectors (GCC/clang vector extensions: one zmm, two ymm or four xmm per clone).
-template <typename A>
-struct Simd;
-template <>
-struct Simd<float> {
-  typedef float V __attribute__((vector_size(64)));
-};
-template <>
-struct Simd<double> {
-  typedef double V __attribute__((vector_size(64)));
-};
-template <typename A>
-constexpr int64_t kLanes = 64 / sizeof(A);
-
-template <typename A>
-SK_VEC_INLINE typename Simd<A>::V vload(const A* p) {
-  typename Simd<A>::V v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename A>
-SK_VEC_INLINE void vstore(A* p, typename Simd<A>::V v) {
-  __builtin_memcpy(p, &v, sizeof v);
-}
-template <typename A>
-SK_VEC_INLINE A vsum(typename Simd<A>::V v) {
-  A s = A(0);
-  for (int64_t l = 0; l < kLanes<A>; ++l) s += v[l];
-  return s;
 }
 
 template <typename T, typename A>
@@ -157,11 +122,11 @@ SK_VEC_INLINE void local(const Ctx<T, A>& c, int64_t i, A xv, Local<K, A, D>& l)
 
 // a[0, NV) += feature f's K+2 weight rows (w: its silu row) times its coefficients.
 template <int K, int NV, typename A>
-SK_VEC_INLINE void add_feature(typename Simd<A>::V* a, const A* w, int64_t rs, int64_t vs,
+SK_VEC_INLINE void add_feature(V64<A>* a, const A* w, int64_t rs, int64_t vs,
                                const Local<K, A, false>& l) {
   const A* ws = w + l.row * rs;
   for (int v = 0; v < NV; ++v) {
-    typename Simd<A>::V t = a[v] + l.c[0] * vload(w + v * vs);
+    V64<A> t = a[v] + l.c[0] * vload(w + v * vs);
     for (int q = 0; q <= K; ++q) t += l.c[q + 1] * vload(ws + q * rs + v * vs);
     a[v] = t;
   }
@@ -172,7 +137,7 @@ SK_VEC_INLINE void add_feature(typename Simd<A>::V* a, const A* w, int64_t rs, i
 template <int K, int NV, typename A>
 SK_VEC_INLINE void forward_tile(A* acc, const A* w, int64_t fs, int64_t rs, int64_t vs, const Local<K, A, false>* l,
                                 int64_t nf) {
-  using V = typename Simd<A>::V;
+  using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
   V a[NV], b[NV];
   for (int v = 0; v < NV; ++v) a[v] = vload(acc + v * L), b[v] = V{};
@@ -243,7 +208,7 @@ void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* x
 template <int K, int G, typename A>
 SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, int64_t rs, int64_t vs, int64_t out, const A* const* gy,
                            const Local<K, A, true>* const* l, A* res) {
-  using V = typename Simd<A>::V;
+  using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
   V acc[G][K + 2];
   for (int g = 0; g < G; ++g)
@@ -277,7 +242,7 @@ SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, int64_t rs, int64_t vs, int
 template <int K, int NV, typename A>
 SK_VEC_INLINE void dw_tile(A* g0, A* gs, int64_t rs, int64_t vs, const A* const* gy,
                            const Local<K, A, true>* const* l, int64_t m, int64_t o) {
-  using V = typename Simd<A>::V;
+  using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
   V a[K + 2][NV];
   g0 += o / L * vs, gs += o / L * vs;
@@ -407,7 +372,7 @@ SK_CLONES_FLAT void backward_locals_any(const Ctx<T, A>& c, int64_t n0, int64_t 
 // with derivatives), else none.
 template <typename T, typename A>
 std::unique_ptr<UniformKnots<A>> uniform_knots(const KanParams& p, const T* grid, bool deriv) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+  if constexpr (uniform_dtype<T>()) {
     BsplineParams b{};
     b.rows = p.rows, b.in = p.in, b.n_knots = p.n_knots, b.order = p.order, b.n_basis = p.n_basis;
     b.deriv = deriv ? 1 : 0;

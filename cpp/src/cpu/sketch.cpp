@@ -15,6 +15,7 @@
 #include "dtype_dispatch.h"
 #include "clones.h"
 #include "parallel.h"
+#include "vec_math.h"
 
 namespace swisk::cpu {
 
@@ -98,23 +99,6 @@ static void generate(const SketchMatrixArgs& a) {
 // FWHT rows on 64-byte vectors (one AVX-512 register; two or four narrower ones elsewhere). Every value
 // takes the same additions in the same order as the plain radix-2 stages (a, b) -> (a + b, a - b), and
 // the scale multiplies the last stage's sums: the result is bitwise swisk.reference.sketch.fwht's.
-// Vec64<A>: 64 bytes of A, and the integer lane indices of a same-shaped shuffle (GCC's __builtin_shuffle
-// takes them as a vector: GCC 11 has no __builtin_shufflevector; clang has no __builtin_shuffle).
-template <typename A> struct Vec64;
-template <> struct Vec64<float> {
-  typedef float type __attribute__((vector_size(64)));
-  typedef int32_t index __attribute__((vector_size(64)));
-};
-template <> struct Vec64<double> {
-  typedef double type __attribute__((vector_size(64)));
-  typedef int64_t index __attribute__((vector_size(64)));
-};
-template <typename A> using V64 = typename Vec64<A>::type;
-template <typename A> constexpr int64_t kLanes = int64_t(64 / sizeof(A));
-
-template <typename A> static inline V64<A> vload(const A* p) { V64<A> v; std::memcpy(&v, p, 64); return v; }
-template <typename A> static inline void vstore(A* p, V64<A> v) { std::memcpy(p, &v, 64); }
-
 // One stage at distance H < lanes inside a vector: lane i pairs with lane i ^ H.
 template <int H, typename A, size_t... I>
 static inline V64<A> lane_stage(V64<A> v, std::index_sequence<I...>) {

@@ -1,4 +1,5 @@
-// exp / sin / cos as straight-line polynomial code (no libm calls, selects instead of branches), so
+// 64-byte vectors of the CPU loops (GCC/clang vector extensions: one AVX-512 register, two or four
+// narrower ones elsewhere), and exp / sin / cos as straight-line polynomial code (no libm calls, selects instead of branches), so
 // GCC vectorises loops over them; float and double, within a few ulp on the ranges the kernels use.
 // vsincos is exact in its reduction only for |x| <= VecTraits::sincos_fast_max; sincos_far (scalar,
 // Payne–Hanek) serves larger arguments, and CpuVecMathExact picks between the two per value.
@@ -8,7 +9,33 @@
 
 #define SK_VEC_INLINE inline __attribute__((always_inline))
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"  // 64-byte vectors never cross a call: always inlined into the clones
+#endif
+
 namespace swisk::cpu {
+
+// Vec64<A>: 64 bytes of A, and the integer lane indices of a same-shaped shuffle (GCC's __builtin_shuffle
+// takes them as a vector: GCC 11 has no __builtin_shufflevector; clang has no __builtin_shuffle).
+template <typename A> struct Vec64;
+template <> struct Vec64<float> {
+  typedef float type __attribute__((vector_size(64)));
+  typedef int32_t index __attribute__((vector_size(64)));
+};
+template <> struct Vec64<double> {
+  typedef double type __attribute__((vector_size(64)));
+  typedef int64_t index __attribute__((vector_size(64)));
+};
+template <typename A> using V64 = typename Vec64<A>::type;
+template <typename A> constexpr int64_t kLanes = int64_t(64 / sizeof(A));
+
+template <typename A> SK_VEC_INLINE V64<A> vload(const A* p) { V64<A> v; __builtin_memcpy(&v, p, 64); return v; }
+template <typename A> SK_VEC_INLINE void vstore(A* p, V64<A> v) { __builtin_memcpy(p, &v, 64); }
+template <typename A> SK_VEC_INLINE A vsum(V64<A> v) {
+  A s = A(0);
+  for (int64_t l = 0; l < kLanes<A>; ++l) s += v[l];
+  return s;
+}
 
 template <typename A>
 struct VecTraits;
