@@ -283,6 +283,50 @@ def test_cpu_fused_blocks(rng, uniform, order):
             assert rel_err(g, w) <= bound, f"{dtype} grad {name}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
 
 
+@pytest.mark.parametrize("uniform", [True, False])
+def test_cpu_fused_chunks(rng, uniform):
+    """The CPU fused kernels run the outputs in chunks (forward) and the features in chunks (backward)
+    whose repacked weights and gradient stay within 16 MiB: here 2 (fp32) or 4 (fp64) output chunks
+    with vector and lane tails, 4 or 7 feature chunks with a tail past 16-feature blocks, and two
+    backward row tiles in fp64."""
+    from swisk import _C
+    from swisk._backend import dtype_code
+
+    rows, fin, fout, gs, order = 600, 1000, 450, 5, 3
+    for dtype, bound in ((torch.float64, 1e-11), (torch.float32, 5e-5)):
+        whole = fin * (gs + 3 * order + 1) * fout  # one copy of the repacked weights, elements
+        scan = -(-(2 * fout * fin + fout) * 4 // (8 if dtype == torch.float64 else 4))  # the forward's words
+        for back in (False, True):  # so the kernels run in chunks
+            ws = _C.kan_linear_workspace(fin, fout, gs + order, order, dtype_code(dtype), "cpu", back, False)
+            assert ws - (0 if back else scan) < whole * 0.65
+        args = make(rng, rows, fin, fout, gs, order, torch.float64)
+        if uniform:
+            args[1] = uniform_grid(fin, gs, order)
+        args = [t.to(dtype) for t in args]
+        leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+        with swisk.config.using(kan_route="fused"):
+            y = swisk.ops.kan_linear(*leaves, order)
+            go = torch.randn(y.shape, generator=rng, dtype=torch.float64).to(dtype)
+            got = torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go)
+        dl = [t.detach().double().requires_grad_() for t in args]
+        yr = reference.kan_linear(*dl, order)
+        want = torch.autograd.grad(yr, [dl[i] for i in (0, 2, 3, 4)], go.double())
+        assert rel_err(y, yr.detach()) <= bound, f"{dtype} y (seed {rng.initial_seed()})"
+        for name, g, w in zip(("x", "base_weight", "spline_weight", "spline_scaler"), got, want):
+            assert rel_err(g, w) <= bound, f"{dtype} grad {name}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
+
+
+def test_cpu_fused_scratch_is_bounded():
+    """At 1024 -> 1024, G=5 the repacked weights are 60 MiB (and as much again for their gradient); the
+    kernels' scratch stays near the 16 MiB chunk bound (the forward adds its non-finite scan's words)."""
+    from swisk import _C
+    from swisk._backend import dtype_code
+
+    mib = [_C.kan_linear_workspace(1024, 1024, 8, 3, dtype_code(torch.float32), "cpu", back, False) * 4 / 2**20
+           for back in (False, True)]
+    assert mib[0] <= 24 and mib[1] <= 16.5, mib
+
+
 def test_empty_batch_and_single_feature(backend, rng, route):
     x, grid, bw, sw, sc = make(rng, 5, 1, 1, 3, 3, torch.float32)
     y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)

@@ -3,6 +3,8 @@
 
 #include "swisk/kernels/kan_mma.h"
 
+#include <algorithm>
+
 #include "validate.h"
 
 namespace swisk {
@@ -81,13 +83,26 @@ int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t nb, int order, 
 }
 
 KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t nb, int order, DType d, bool backward) {
-  const int64_t lanes = d == DType::f64 ? 8 : 16;
-  const auto up = [&](int64_t n) { return (n + lanes - 1) / lanes * lanes; };
+  const int64_t lanes = d == DType::f64 ? 8 : 16, elem = d == DType::f64 ? 8 : 4;
+  const auto up = [&](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
   KanCpuLayout l{};
   l.nq = nb + 2 * int64_t(order) + 1;
-  l.outp = up(out);
-  l.wt = up(in * order * (nb + 1 + order));
-  const int64_t weights = in * l.nq * l.outp;
+  // Forward: chunks of outputs, whole register tiles (4 vectors) where the bound allows; backward:
+  // chunks of features, 16 at a time. At least one vector or 16 features per chunk.
+  const int64_t budget = kKanCpuChunkBytes;
+  if (backward) {
+    const int64_t per_feature = std::max<int64_t>(1, l.nq * up(out, lanes) * elem * 2);
+    l.outc = l.outp = up(out, lanes);
+    l.inc = std::min(std::max<int64_t>(16, budget / per_feature / 16 * 16), in);
+  } else {
+    const int64_t per_out = std::max<int64_t>(1, in * l.nq * elem), chunk = budget / per_out;
+    l.inc = in;
+    l.outc = l.outp = std::min(chunk >= 4 * lanes ? chunk / (4 * lanes) * (4 * lanes)
+                                                  : std::max<int64_t>(lanes, chunk / lanes * lanes),
+                               up(out, lanes));
+  }
+  l.wt = up(in * order * (nb + 1 + order), lanes);
+  const int64_t weights = l.inc * l.nq * l.outp;
   l.gwt = l.wt + weights + 8 * lanes;  // a gap: wt and gwt rows do not alias in the L1's sets
   l.total = (backward ? l.gwt + weights : l.wt + weights) + lanes;
   return l;

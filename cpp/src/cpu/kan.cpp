@@ -41,34 +41,43 @@ struct Ctx {
   KanParams p;
   const T *x, *grid, *bw, *sw, *sc;
   A* inv;  // (in, order, n_knots): 1 / (g[j+k] - g[j])
-  A* wt;   // (in, outp / lanes, nq, lanes)
-  int64_t nq, outp;
+  A* wt;   // (ic, outp / lanes, nq, lanes): the chunk's features [i0, i0 + ic) and outputs [o0, o0 + oc)
+  int64_t nq, outp, o0, oc, i0, ic;  // outp: oc rounded up to whole vectors
   int64_t rs, vs, fs;  // strides of a row, of a vector of outputs, of a feature
   const UniformKnots<A>* uv;  // uniform knots for the bases (forward), and their derivatives too (ud)
   const UniformKnots<A>* ud;
+  // Row r of the chunk's feature i (counted from i0), and row 0 of its vector ob.
   A* at(A* base, int64_t i, int64_t r) const { return base + i * fs + r * rs; }
-  A* vec(A* base, int64_t i, int64_t ob) const { return base + i * fs + ob * vs; }  // row 0 of a vector
+  A* vec(A* base, int64_t i, int64_t ob) const { return base + i * fs + ob * vs; }
 };
 
-// Fills inv (per feature) and wt (per block of kLanes outputs, each element written once, the pads
-// as zeros); true when a scaled spline weight is inf or NaN.
+// Fills inv (per feature): 1 / (g[j+k] - g[j]).
 template <typename T, typename A>
-bool prepare(const Ctx<T, A>& c) {
+void knot_inverses(const Ctx<T, A>& c) {
   const KanParams& p = c.p;
-  const int64_t nk = p.n_knots, K = p.order, nb = p.n_basis, in = p.in, L = kLanes<A>;
-  parallel_for(in, work_grain(8, K * nk), [&](int64_t lo, int64_t hi) {
+  const int64_t nk = p.n_knots, K = p.order;
+  parallel_for(p.in, work_grain(8, K * nk), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i)
       for (int64_t k = 1; k <= K; ++k)
         for (int64_t j = 0; j + k < nk; ++j)
           c.inv[(i * K + k - 1) * nk + j] = A(1) / (A(c.grid[i * nk + j + k]) - A(c.grid[i * nk + j]));
   });
+}
+
+// Fills wt with the chunk's weights (per block of kLanes outputs, each element written once, the pads
+// as zeros); true when a scaled spline weight is inf or NaN.
+template <typename T, typename A>
+bool pack(const Ctx<T, A>& c) {
+  const KanParams& p = c.p;
+  const int64_t K = p.order, nb = p.n_basis, in = p.in, L = kLanes<A>;
   std::atomic<bool> nonfinite{false};
-  parallel_for(c.outp / L, work_grain(1, in * c.nq * L), [&](int64_t lo, int64_t hi) {
+  parallel_for(c.outp / L, work_grain(1, c.ic * c.nq * L), [&](int64_t lo, int64_t hi) {
     A bad = A(0);  // sum of v - v: NaN once a v is inf or NaN
     for (int64_t ob = lo; ob < hi; ++ob) {
-      const int64_t o0 = ob * L, m = std::min<int64_t>(L, p.out - o0);
-      for (int64_t i = 0; i < in; ++i) {
-        A* w = c.vec(c.wt, i, ob);
+      const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
+      for (int64_t f = 0; f < c.ic; ++f) {
+        const int64_t i = c.i0 + f;
+        A* w = c.vec(c.wt, f, ob);
         A s[kLanes<A>];
         for (int64_t l = 0; l < L; ++l) {
           const int64_t oi = (o0 + l) * in + i;
@@ -94,6 +103,19 @@ bool prepare(const Ctx<T, A>& c) {
     if (bad != bad) nonfinite.store(true, std::memory_order_relaxed);
   });
   return nonfinite.load();
+}
+
+// Calls f() for each chunk of the layout's outputs (forward) or features (backward) with c set to it.
+template <typename T, typename A, class F>
+void for_chunks(Ctx<T, A>& c, const KanCpuLayout& lay, F&& f) {
+  for (int64_t o0 = 0; o0 < c.p.out; o0 += lay.outc) {
+    c.o0 = o0, c.oc = std::min<int64_t>(lay.outc, c.p.out - o0);
+    c.outp = (c.oc + kLanes<A> - 1) / kLanes<A> * kLanes<A>;
+    for (int64_t i0 = 0; i0 < c.p.in; i0 += lay.inc) {
+      c.i0 = i0, c.ic = std::min<int64_t>(lay.inc, c.p.in - i0);
+      f();
+    }
+  }
 }
 
 // What x[n, i] contributes: coefficients of wt's rows 0 and row .. row+K (silu's first), and with D
@@ -200,7 +222,7 @@ void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* x
     }
   }
   for (int64_t r = 0; r < nr; ++r)
-    for (int64_t o = 0; o < p.out; ++o) y[(n0 + r) * p.out + o] = T(acc[r * outp + o]);
+    for (int64_t o = 0; o < c.oc; ++o) y[(n0 + r) * p.out + c.o0 + o] = T(acc[r * outp + o]);
 }
 
 // Rows (at most the kernels' register budget) of one interval group: res[g] = sum_o gy[g][o] ·
@@ -262,31 +284,33 @@ SK_VEC_INLINE void dw_tile(A* g0, A* gs, int64_t rs, int64_t vs, const A* const*
   }
 }
 
-// The locals (with derivatives) of rows [n0, n0 + nn) into loc[i * nn + r]: uniform knots in vector
-// lanes, else one by one. xa, silu, dsilu: row buffers padded to whole blocks of lanes.
+// The locals (with derivatives) of rows [n0, n0 + nn), the chunk's features, into loc[(i - i0) * nn + r]:
+// uniform knots in vector lanes, else one by one. xa, silu, dsilu: row buffers padded to whole blocks
+// of lanes (i0 is a multiple of them).
 template <int K, typename T, typename A>
 void backward_locals(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int64_t hi, Local<K, A, true>* loc,
                      A* xa, A* silu, A* dsilu) {
   const KanParams& p = c.p;
   constexpr int L = uniform_lanes<A>();
+  const int64_t i0 = c.i0, i1 = c.i0 + c.ic;
   for (int64_t r = lo; r < hi; ++r) {
     const T* xr = c.x + (n0 + r) * p.in;
     if (c.ud == nullptr) {
-      for (int64_t i = 0; i < p.in; ++i) local<K, true>(c, i, A(xr[i]), loc[i * nn + r]);
+      for (int64_t i = i0; i < i1; ++i) local<K, true>(c, i, A(xr[i]), loc[(i - i0) * nn + r]);
       continue;
     }
-    for (int64_t i = 0; i < p.in; ++i) xa[i] = A(xr[i]);
-    silu_row<A, A, A>(xa, silu, p.in, 0);
-    silu_row<A, A, A>(xa, dsilu, p.in, 1);
+    for (int64_t i = i0; i < i1; ++i) xa[i] = A(xr[i]);
+    silu_row<A, A, A>(xa + i0, silu + i0, c.ic, 0);
+    silu_row<A, A, A>(xa + i0, dsilu + i0, c.ic, 1);
     A v[K + 1][L], dv[K + 1][L];
     int span[L];
-    for (int64_t i0 = 0; i0 < p.in; i0 += L) {
-      uniform_block<K, A>(*c.ud, xa, i0, p.n_knots, false, v, span);
-      uniform_block<K, A>(*c.ud, xa, i0, p.n_knots, true, dv, span);
-      for (int64_t e = 0; e < L && i0 + e < p.in; ++e) {
-        Local<K, A, true>& d = loc[(i0 + e) * nn + r];
-        d.c[0] = p.has_base ? silu[i0 + e] : A(0);
-        d.d[0] = p.has_base ? dsilu[i0 + e] : A(0);
+    for (int64_t b = i0; b < i1; b += L) {
+      uniform_block<K, A>(*c.ud, xa, b, p.n_knots, false, v, span);
+      uniform_block<K, A>(*c.ud, xa, b, p.n_knots, true, dv, span);
+      for (int64_t e = 0; e < L && b + e < i1; ++e) {
+        Local<K, A, true>& d = loc[(b + e - i0) * nn + r];
+        d.c[0] = p.has_base ? silu[b + e] : A(0);
+        d.d[0] = p.has_base ? dsilu[b + e] : A(0);
         for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e], d.d[q + 1] = dv[q][e];
         d.row = 1 + (span[e] < 0 ? 0 : span[e]);
       }
@@ -302,7 +326,8 @@ struct BackScratch {
   std::vector<int64_t> rows, start;
 };
 
-// Feature i over rows [n0, n0 + nn) with their locals loc: gx[:, i] and feature i's gradient rows.
+// Feature i (of the chunk) over rows [n0, n0 + nn) with their locals loc: gx[:, i] and feature i's
+// gradient rows.
 template <int K, typename T, typename A>
 void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i, int64_t n0, int64_t nn,
                       const Local<K, A, true>* loc, BackScratch<K, A>& s) {
@@ -318,28 +343,28 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
     const int64_t at = --s.start[loc[r].row];
     s.lp[at] = &loc[r], s.rows[at] = n0 + r, s.gp[at] = gy + (n0 + r) * p.out;
   }
-  const A* w0 = c.at(c.wt, i, 0);
-  A* g0 = c.at(gwt, i, 0);
+  const A* w0 = c.at(c.wt, i - c.i0, 0);
+  A* g0 = c.at(gwt, i - c.i0, 0);
   for (int64_t b = 0; b < groups; ++b) {
     const int64_t lo = s.start[b], hi = s.start[b + 1];
     if (lo == hi) continue;
-    const A* ws = c.at(c.wt, i, b);
-    A* gs = c.at(gwt, i, b);
+    const A* ws = c.at(c.wt, i - c.i0, b);
+    A* gs = c.at(gwt, i - c.i0, b);
     int64_t r = lo;
     A res[G];
     for (; r + G <= hi; r += G) {
-      dx_rows<K, G>(w0, ws, rs, vs, p.out, &s.gp[r], &s.lp[r], res);
+      dx_rows<K, G>(w0, ws, rs, vs, c.oc, &s.gp[r], &s.lp[r], res);
       for (int g = 0; g < G; ++g) gx[s.rows[r + g] * p.in + i] = T(res[g]);
     }
     for (; r < hi; ++r) {
-      dx_rows<K, 1>(w0, ws, rs, vs, p.out, &s.gp[r], &s.lp[r], res);
+      dx_rows<K, 1>(w0, ws, rs, vs, c.oc, &s.gp[r], &s.lp[r], res);
       gx[s.rows[r] * p.in + i] = T(res[0]);
     }
     int64_t o = 0;
-    for (; o + NV * L <= p.out; o += NV * L) dw_tile<K, NV>(g0, gs, rs, vs, &s.gp[lo], &s.lp[lo], hi - lo, o);
-    for (; o + L <= p.out; o += L) dw_tile<K, 1>(g0, gs, rs, vs, &s.gp[lo], &s.lp[lo], hi - lo, o);
+    for (; o + NV * L <= c.oc; o += NV * L) dw_tile<K, NV>(g0, gs, rs, vs, &s.gp[lo], &s.lp[lo], hi - lo, o);
+    for (; o + L <= c.oc; o += L) dw_tile<K, 1>(g0, gs, rs, vs, &s.gp[lo], &s.lp[lo], hi - lo, o);
     for (int64_t e = lo; e < hi; ++e)
-      for (int64_t t = o; t < p.out; ++t) {
+      for (int64_t t = o; t < c.oc; ++t) {
         const A gv = s.gp[e][t];
         const int64_t at = t / L * vs + t % L;
         g0[at] += s.lp[e]->c[0] * gv;
@@ -405,8 +430,44 @@ Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& 
   using A = typename sk_acc<T>::type;
   A* base = work.ptr<A>();
   return Ctx<T, A>{p,    x.ptr<const T>(), grid.ptr<const T>(), bw.ptr<const T>(), sw.ptr<const T>(),
-                   sc.ptr<const T>(), base, base + lay.wt, lay.nq, lay.outp,
+                   sc.ptr<const T>(), base, base + lay.wt, lay.nq, lay.outp, 0, lay.outc, 0, lay.inc,
                    kLanes<A>,        lay.nq * kLanes<A>, lay.nq * lay.outp, nullptr, nullptr};
+}
+
+// The chunk's gwt -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler;
+// per block of kLanes outputs, reading gwt's rows contiguously.
+template <typename T, typename A>
+void unpack_chunk(const Ctx<T, A>& c, const KanLinearBackwardArgs& a, A* gwt) {
+  const KanParams& p = c.p;
+  T *gbw = a.grad_base_weight.ptr<T>(), *gsw = a.grad_spline_weight.ptr<T>(), *gsc = a.grad_spline_scaler.ptr<T>();
+  constexpr int64_t L = kLanes<A>;
+  const int64_t nb = p.n_basis, in = p.in;
+  parallel_for(c.outp / L, work_grain(1, c.ic * nb * L), [&](int64_t lo, int64_t hi) {
+    for (int64_t ob = lo; ob < hi; ++ob) {
+      const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
+      for (int64_t f = 0; f < c.ic; ++f) {
+        const int64_t i = c.i0 + f;
+        const A* g = c.vec(gwt, f, ob);
+        A s[L], ds[L];
+        for (int64_t l = 0; l < m; ++l) {
+          const int64_t oi = (o0 + l) * in + i;
+          if (p.has_base) gbw[oi] = T(g[l]);
+          s[l] = p.has_scaler ? A(c.sc[oi]) : A(1);
+          ds[l] = A(0);
+        }
+        for (int64_t j = 0; j < nb; ++j) {
+          const A* gj = g + (1 + a.order + j) * c.rs;
+          for (int64_t l = 0; l < m; ++l) {
+            const int64_t e = ((o0 + l) * in + i) * nb + j;
+            ds[l] += gj[l] * A(c.sw[e]);
+            gsw[e] = T(gj[l] * s[l]);
+          }
+        }
+        if (p.has_scaler)
+          for (int64_t l = 0; l < m; ++l) gsc[(o0 + l) * in + i] = T(ds[l]);
+      }
+    }
+  });
 }
 
 void forward(const KanLinearArgs& a) {
@@ -418,19 +479,23 @@ void forward(const KanLinearArgs& a) {
     auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work, lay);
     const auto uv = uniform_knots<T, A>(p, c.grid, false);
     c.uv = uv.get();
-    const bool nonfinite = prepare(c);
+    knot_inverses(c);
+    bool nonfinite = false;
     T* y = a.out.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
       const int64_t threads = max_threads(), rows = p.rows;
       const int64_t block = std::max<int64_t>(1, std::min(kRows, (rows + threads - 1) / threads));
-      const int64_t per_row = int64_t(p.in) * p.out * (k() + 2);
-      parallel_for((rows + block - 1) / block, work_grain(1, per_row * block), [&](int64_t lo, int64_t hi) {
-        std::vector<A> acc(block * lay.outp), xa((p.in + kFeats - 1) / kFeats * kFeats);
-        std::vector<Local<k(), A, false>> l(block * kFeats);
-        for (int64_t b = lo; b < hi; ++b) {
-          const int64_t n0 = b * block;
-          forward_rows_any<k()>(c, y, n0, std::min(block, rows - n0), acc.data(), xa.data(), l.data());
-        }
+      for_chunks(c, lay, [&] {
+        nonfinite |= pack(c);
+        const int64_t per_row = int64_t(p.in) * c.oc * (k() + 2);
+        parallel_for((rows + block - 1) / block, work_grain(1, per_row * block), [&](int64_t lo, int64_t hi) {
+          std::vector<A> acc(block * c.outp), xa((p.in + kFeats - 1) / kFeats * kFeats);
+          std::vector<Local<k(), A, false>> l(block * kFeats);
+          for (int64_t b = lo; b < hi; ++b) {
+            const int64_t n0 = b * block;
+            forward_rows_any<k()>(c, y, n0, std::min(block, rows - n0), acc.data(), xa.data(), l.data());
+          }
+        });
       });
     });
     if (nonfinite) {  // rare: the formulation's 0·inf outside each row's bases (kernels/kan.h)
@@ -451,7 +516,7 @@ void backward(const KanLinearBackwardArgs& a) {
     auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work, lay);
     const auto ud = uniform_knots<T, A>(p, c.grid, true);
     c.ud = ud.get();
-    prepare(c);
+    knot_inverses(c);
     A* gwt = a.work.ptr<A>() + lay.gwt;
     const T* gy_t = a.grad_out.ptr<const T>();
     std::vector<A> gy_acc;  // fp16/bf16: gy in the accumulation type, O(batch·out)
@@ -466,59 +531,33 @@ void backward(const KanLinearBackwardArgs& a) {
     T* gx = a.grad_x.ptr<T>();
     dispatch_order(a.order, [&](auto k) {
       using Loc = Local<k(), A, true>;
-      // Rows per tile: their locals for every feature in about kLocalBytes.
-      const int64_t per_tile_row = int64_t(sizeof(Loc)) * std::max<int64_t>(1, p.in);
+      // Rows per tile: their locals for the chunk's features in about kLocalBytes.
+      const int64_t per_tile_row = int64_t(sizeof(Loc)) * std::max<int64_t>(1, lay.inc);
       const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(kTileRows, kLocalBytes / per_tile_row));
-      std::vector<Loc> loc(std::min<int64_t>(tile, p.rows) * p.in);
+      std::vector<Loc> loc(std::min<int64_t>(tile, p.rows) * lay.inc);
       const int64_t padded = (p.in + kFeats - 1) / kFeats * kFeats;
-      const int64_t per_row = int64_t(p.in) * (k() + 1) * (k() + 4);
-      const int64_t per_feature = int64_t(p.rows) * p.out * (k() + 2) * 2;
-      if (p.rows == 0) std::fill(gwt, c.at(gwt, p.in, 0), A(0));
-      for (int64_t n0 = 0; n0 < p.rows; n0 += tile) {
-        const int64_t nn = std::min<int64_t>(tile, p.rows - n0);
-        parallel_for(nn, work_grain(4, per_row), [&](int64_t lo, int64_t hi) {
-          std::vector<A> buf(3 * padded);
-          backward_locals_any<k()>(c, n0, nn, lo, hi, loc.data(), buf.data(), buf.data() + padded,
-                                   buf.data() + 2 * padded);
-        });
-        parallel_for(p.in, work_grain(1, per_feature), [&](int64_t lo, int64_t hi) {
-          BackScratch<k(), A> s;
-          for (int64_t i = lo; i < hi; ++i) {
-            if (n0 == 0) std::fill(c.at(gwt, i, 0), c.at(gwt, i + 1, 0), A(0));  // by the thread that sums it
-            backward_feature_any<k()>(c, gy, gx, gwt, i, n0, nn, loc.data() + i * nn, s);
-          }
-        });
-      }
-    });
-    // gwt -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler;
-    // per block of kLanes outputs, reading gwt's rows contiguously.
-    T *gbw = a.grad_base_weight.ptr<T>(), *gsw = a.grad_spline_weight.ptr<T>(), *gsc = a.grad_spline_scaler.ptr<T>();
-    constexpr int64_t L = kLanes<A>;
-    const int64_t nb = p.n_basis, in = p.in;
-    parallel_for(lay.outp / L, work_grain(1, in * nb * L), [&](int64_t lo, int64_t hi) {
-      for (int64_t ob = lo; ob < hi; ++ob) {
-        const int64_t o0 = ob * L, m = std::min<int64_t>(L, p.out - o0);
-        for (int64_t i = 0; i < in; ++i) {
-          const A* g = c.vec(gwt, i, ob);
-          A s[L], ds[L];
-          for (int64_t l = 0; l < m; ++l) {
-            const int64_t oi = (o0 + l) * in + i;
-            if (p.has_base) gbw[oi] = T(g[l]);
-            s[l] = p.has_scaler ? A(c.sc[oi]) : A(1);
-            ds[l] = A(0);
-          }
-          for (int64_t j = 0; j < nb; ++j) {
-            const A* gj = g + (1 + a.order + j) * c.rs;
-            for (int64_t l = 0; l < m; ++l) {
-              const int64_t e = ((o0 + l) * in + i) * nb + j;
-              ds[l] += gj[l] * A(c.sw[e]);
-              gsw[e] = T(gj[l] * s[l]);
+      for_chunks(c, lay, [&] {
+        pack(c);
+        const int64_t per_row = c.ic * (k() + 1) * (k() + 4);
+        const int64_t per_feature = int64_t(p.rows) * p.out * (k() + 2) * 2;
+        if (p.rows == 0) std::fill(gwt, c.at(gwt, c.ic, 0), A(0));
+        for (int64_t n0 = 0; n0 < p.rows; n0 += tile) {
+          const int64_t nn = std::min<int64_t>(tile, p.rows - n0);
+          parallel_for(nn, work_grain(4, per_row), [&](int64_t lo, int64_t hi) {
+            std::vector<A> buf(3 * padded);
+            backward_locals_any<k()>(c, n0, nn, lo, hi, loc.data(), buf.data(), buf.data() + padded,
+                                     buf.data() + 2 * padded);
+          });
+          parallel_for(c.ic, work_grain(1, per_feature), [&](int64_t lo, int64_t hi) {
+            BackScratch<k(), A> s;
+            for (int64_t f = lo; f < hi; ++f) {
+              if (n0 == 0) std::fill(c.at(gwt, f, 0), c.at(gwt, f + 1, 0), A(0));  // by the thread that sums it
+              backward_feature_any<k()>(c, gy, gx, gwt, c.i0 + f, n0, nn, loc.data() + f * nn, s);
             }
-          }
-          if (p.has_scaler)
-            for (int64_t l = 0; l < m; ++l) gsc[(o0 + l) * in + i] = T(ds[l]);
+          });
         }
-      }
+        unpack_chunk(c, a, gwt);
+      });
     });
   });
 }

@@ -2,7 +2,9 @@
 The rule is written next to the measurements that justify it (python -m swisk bench, --op kan_linear)."""
 from __future__ import annotations
 
-from .. import config
+import functools
+
+from .. import _C, config
 
 MAX_FUSED_ORDER = 7  # the fused kernels' register arrays (kernels/bspline.h SWISK_MAX_SPLINE_ORDER)
 
@@ -19,22 +21,38 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
     return _cpu_rule(rows, in_f, out_f, n_basis, order)
 
 
-# Measured on a 2-core EPYC (torch 2.13, MKL; fwd+bwd fp32, k=3, uniform knots, interleaved medians;
-# python -m swisk bench --op kan_linear --threads 1,2), time of the fused route / time of the gemm route:
-#   b1 64->64 G=5: 0.81           b64 128->128 G=5: 0.98-1.08     b16 256->256 G=5: 1.74
-#   b32 512->512 G=5: 1.56        b128 512->512 G=5: 1.01         b256 512->512 G=10: 0.80-0.88
-#   b512 512->512 G=5: 0.66       b1024 256->256 G=5: 0.78-0.83   b1024 256->256 G=16: 0.59-0.63
-#   b4096 256->256 G=5: 0.39      b100 1000->1000 G=5: 1.23-2.3   b256 1000->1000 G=5: 1.18
+# Measured on a 2-core EPYC (torch 2.13, MKL; fwd+bwd fp32, k=3, G=5 unless named, uniform knots,
+# interleaved medians; python -m swisk bench --op kan_linear and the same pairs per size), time of the
+# fused route / time of the gemm route, 1 thread (2 threads):
+#   b1 64->64: 0.80                b8 256->256: 1.86              b16 256->256: 3.07
+#   b32 512->512: 1.39             b48 1000->1000: 1.11 (0.93)    b64 128->128: 1.08 (0.98)
+#   b64 1000->1000: 0.93 (0.83)    b96 256->256: 1.14 (0.87)      b100 1000->1000: 0.81 (0.73)
+#   b128 64->64: 0.79              b128 128->128: 0.88 (0.84)     b128 512->512: 0.82 (0.79)
+#   b256 512->512 G=10: 0.45       b1024 256->256: 0.55           b4096 1024->1024: 0.44 (0.42)
+#   b1 2048->2048: 2.78            b16 2048->2048: 1.94
 # The fused kernels do k+2 multiply-adds per (row, feature, output) where the GEMM does n_basis+1, but
-# repack, zero and unpack the weights and their gradient on every call: they win from about 128 rows,
-# and on tiny layers, where the GEMM route's fixed costs dominate. Their repacked weights and gradient
-# (in, n_basis+2k+1, out) must fit the workspace bound (swisk.config workspace_bytes).
-_FUSED_MIN_ROWS = 128
+# repack, zero and unpack the weights and their gradient on every call: they win from about 100 rows
+# (64 on layers of 2^19 weights and more), and on tiny layers, where the GEMM route's fixed costs
+# dominate. They run in chunks of outputs (forward) and features (backward) whose repacked weights and
+# gradient take at most 16 MiB (kKanCpuChunkBytes); that must fit the workspace bound (swisk.config
+# workspace_bytes).
+_FUSED_MIN_ROWS = 100
+_FUSED_MIN_ROWS_LARGE = 64
+_LARGE = 1 << 19
 _FUSED_TINY_BYTES = 256 << 10
 
 
+@functools.lru_cache(maxsize=256)
+def _fused_bytes(in_f: int, out_f: int, n_basis: int, order: int) -> int:
+    """The fused kernels' scratch in bytes (fp32; forward or backward, whichever is larger)."""
+    return 4 * max(_C.kan_linear_workspace(in_f, out_f, n_basis, order, 0, "cpu", back, False)
+                   for back in (False, True))
+
+
 def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> str:
-    weights = in_f * (n_basis + 2 * order + 1) * -(-out_f // 16) * 16 * 4  # fp32, per copy
-    if 2 * weights > config._settings["workspace_bytes"]:
+    if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
         return "gemm"
-    return "fused" if rows >= _FUSED_MIN_ROWS or weights <= _FUSED_TINY_BYTES else "gemm"
+    weights = in_f * (n_basis + 2 * order + 1) * -(-out_f // 16) * 16 * 4
+    if rows >= _FUSED_MIN_ROWS or (rows >= _FUSED_MIN_ROWS_LARGE and in_f * out_f >= _LARGE):
+        return "fused"
+    return "fused" if weights <= _FUSED_TINY_BYTES else "gemm"

@@ -75,11 +75,15 @@ int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t n_basis, int order
 int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, Backend b,
                                 bool backward, bool tf32 = false);
 // The CPU kernels' scratch, in elements of the accumulation type: knot-difference reciprocals (in,
-// order, n_knots), then the repacked weights wt (in, outp / lanes, nq, lanes) and, in backward, their
-// gradient gwt: nq = n_basis + 2·order + 1 rows per feature (silu's, order zero rows, the spline rows,
-// order zero rows), outp = out rounded up to a 64-byte vector of lanes. Offsets: multiples of 64 bytes.
+// order, n_knots), then the repacked weights wt (inc, outp / lanes, nq, lanes) of a chunk of inc
+// features and outc outputs and, in backward, their gradient gwt: nq = n_basis + 2·order + 1 rows per
+// feature (silu's, order zero rows, the spline rows, order zero rows); outp = outc, a multiple of a
+// 64-byte vector of lanes. The forward runs the outputs chunk by chunk (every feature), the backward
+// the features (every output), so wt and gwt stay within kKanCpuChunkBytes unless one vector of
+// outputs or 16 features exceed it. Offsets: multiples of 64 bytes.
+constexpr int64_t kKanCpuChunkBytes = int64_t(16) << 20;
 struct KanCpuLayout {
-  int64_t nq, outp, wt, gwt, total;
+  int64_t nq, outc, inc, outp, wt, gwt, total;
 };
 KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, bool backward);
 // Where the forward's non-finite scan words start in a.work.
