@@ -28,6 +28,7 @@ constexpr int64_t kFeats = 16;      // forward: features per block (their weight
 constexpr int64_t kRows = 128;      // forward: most rows per block (they reuse those tiles)
 constexpr int64_t kTileRows = 512;  // backward: most rows grouped by interval together
 constexpr int64_t kLocalBytes = 8 << 20;  // backward: the locals of a tile of rows
+constexpr int64_t kAhead = 8;             // repacking: vectors of a row prefetched ahead
 
 // Items per parallel chunk so that a chunk holds at least kMinWork multiply-adds: below that, forking
 // threads costs more than it saves (one small layer runs serially).
@@ -64,6 +65,58 @@ void knot_inverses(const Ctx<T, A>& c) {
   });
 }
 
+// wt's vector block ob of the chunk (T = A): lanes x lanes blocks of the parameters' rows transposed in
+// registers, so every load and store is a contiguous vector. s: scratch for the features' scaler
+// vectors (ic · lanes). Returns a sum that is NaN when a scaled spline weight is inf or NaN.
+template <typename A>
+SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
+  using V = V64<A>;
+  constexpr int64_t L = kLanes<A>;
+  const KanParams& p = c.p;
+  const int64_t in = p.in, nb = p.n_basis, K = p.order;
+  const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
+  V v[L];
+  for (int64_t f0 = 0; f0 < c.ic; f0 += L) {  // silu's row (base_weight) and the scalers
+    const int64_t nf = std::min<int64_t>(L, c.ic - f0), i = c.i0 + f0;
+    for (int64_t l = 0; l < L; ++l) v[l] = l < m && p.has_base ? vload_part(c.bw + (o0 + l) * in + i, nf) : V{};
+    vtranspose<A>(v);
+    for (int64_t e = 0; e < nf; ++e) vstore(c.vec(c.wt, f0 + e, ob), v[e]);
+    for (int64_t l = 0; l < L; ++l)
+      v[l] = !p.has_scaler ? V{} + A(1) : l < m ? vload_part(c.sc + (o0 + l) * in + i, nf) : V{};
+    vtranspose<A>(v);
+    for (int64_t e = 0; e < nf; ++e) vstore(s + (f0 + e) * L, v[e]);
+  }
+  for (int64_t f = 0; f < c.ic; ++f) {  // the zero rows
+    A* w = c.vec(c.wt, f, ob);
+    for (int64_t r = 1; r <= K; ++r) vstore(w + r * c.rs, V{});
+    for (int64_t r = 1 + K + nb; r < c.nq; ++r) vstore(w + r * c.rs, V{});
+  }
+  V bad{};  // sum of w - w: NaN once a w is inf or NaN
+  const int64_t end = (c.i0 + c.ic) * nb;
+  int64_t f = 0, j = 0;  // the chunk's feature and the basis of column cc + e
+  for (int64_t cc = c.i0 * nb; cc < end; cc += L) {  // spline rows: columns of sw's (in · nb) rows
+    const int64_t n = std::min<int64_t>(L, end - cc);
+    for (int64_t l = 0; l < L; ++l) {
+      const A* row = c.sw + (o0 + l) * in * nb + cc;
+      if (l < m) __builtin_prefetch(row + kAhead * L);  // 16 rows in step: the hardware's streams lag
+      v[l] = l < m ? vload_part(row, n) : V{};
+    }
+    vtranspose<A>(v);
+    for (int64_t e = 0; e < n; ++e) {
+      const V w = v[e] * vload(s + f * L);
+      vstore(c.vec(c.wt, f, ob) + (1 + K + j) * c.rs, w);
+      bad += w - w;
+      if (++j == nb) j = 0, ++f;
+    }
+  }
+  return vsum<A>(bad);
+}
+
+template <typename A>
+SK_CLONES_FLAT A pack_block_any(const Ctx<A, A>& c, int64_t ob, A* s) {
+  return pack_block(c, ob, s);
+}
+
 // Fills wt with the chunk's weights (per block of kLanes outputs, each element written once, the pads
 // as zeros); true when a scaled spline weight is inf or NaN.
 template <typename T, typename A>
@@ -71,6 +124,15 @@ bool pack(const Ctx<T, A>& c) {
   const KanParams& p = c.p;
   const int64_t K = p.order, nb = p.n_basis, in = p.in, L = kLanes<A>;
   std::atomic<bool> nonfinite{false};
+  if constexpr (std::is_same_v<T, A>) {
+    parallel_for(c.outp / L, work_grain(1, c.ic * c.nq * L), [&](int64_t lo, int64_t hi) {
+      std::vector<A> s(c.ic * L);
+      A bad = A(0);
+      for (int64_t ob = lo; ob < hi; ++ob) bad += pack_block_any(c, ob, s.data());
+      if (bad != bad) nonfinite.store(true, std::memory_order_relaxed);
+    });
+    return nonfinite.load();
+  }
   parallel_for(c.outp / L, work_grain(1, c.ic * c.nq * L), [&](int64_t lo, int64_t hi) {
     A bad = A(0);  // sum of v - v: NaN once a v is inf or NaN
     for (int64_t ob = lo; ob < hi; ++ob) {
@@ -434,11 +496,79 @@ Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& 
                    kLanes<A>,        lay.nq * kLanes<A>, lay.nq * lay.outp, nullptr, nullptr};
 }
 
+// unpack_chunk's vector block ob (T = A), pack_block's transposes the other way round. s, ds: scratch
+// for the features' scaler vectors and their gradients (ic · lanes each).
+template <typename A>
+SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* s, A* ds) {
+  using V = V64<A>;
+  constexpr int64_t L = kLanes<A>;
+  const KanParams& p = c.p;
+  const int64_t in = p.in, nb = p.n_basis, K = p.order;
+  const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
+  A *gbw = a.grad_base_weight.ptr<A>(), *gsw = a.grad_spline_weight.ptr<A>(), *gsc = a.grad_spline_scaler.ptr<A>();
+  V v[L], u[L];
+  for (int64_t f0 = 0; f0 < c.ic; f0 += L) {  // the scalers; base_weight's gradient from silu's rows
+    const int64_t nf = std::min<int64_t>(L, c.ic - f0), i = c.i0 + f0;
+    for (int64_t l = 0; l < L; ++l)
+      v[l] = !p.has_scaler ? V{} + A(1) : l < m ? vload_part(c.sc + (o0 + l) * in + i, nf) : V{};
+    vtranspose<A>(v);
+    for (int64_t e = 0; e < nf; ++e) vstore(s + (f0 + e) * L, v[e]), vstore(ds + (f0 + e) * L, V{});
+    if (!p.has_base) continue;
+    for (int64_t e = 0; e < L; ++e) v[e] = e < nf ? vload(c.vec(gwt, f0 + e, ob)) : V{};
+    vtranspose<A>(v);
+    for (int64_t l = 0; l < m; ++l) vstore_part(gbw + (o0 + l) * in + i, v[l], nf);
+  }
+  const int64_t end = (c.i0 + c.ic) * nb;
+  int64_t f = 0, j = 0;  // the chunk's feature and the basis of column cc
+  for (int64_t cc = c.i0 * nb; cc < end; cc += L) {
+    const int64_t n = std::min<int64_t>(L, end - cc), f1 = f, j1 = j;
+    for (int64_t e = 0; e < L; ++e) {
+      v[e] = e < n ? vload(c.vec(gwt, f, ob) + (1 + K + j) * c.rs) : V{};
+      if (e < n && ++j == nb) j = 0, ++f;
+    }
+    if (p.has_scaler) {  // sw's columns beside them, for the scaler's gradient
+      for (int64_t l = 0; l < L; ++l) {
+        const A* row = c.sw + (o0 + l) * in * nb + cc;
+        if (l < m) __builtin_prefetch(row + kAhead * L);
+        u[l] = l < m ? vload_part(row, n) : V{};
+      }
+      vtranspose<A>(u);
+    }
+    for (int64_t e = 0, fe = f1, je = j1; e < n; ++e) {
+      if (p.has_scaler) vstore(ds + fe * L, vload(ds + fe * L) + v[e] * u[e]);
+      v[e] *= vload(s + fe * L);
+      if (++je == nb) je = 0, ++fe;
+    }
+    vtranspose<A>(v);
+    for (int64_t l = 0; l < m; ++l) vstore_part(gsw + (o0 + l) * in * nb + cc, v[l], n);
+  }
+  if (!p.has_scaler) return;
+  for (int64_t f0 = 0; f0 < c.ic; f0 += L) {
+    const int64_t nf = std::min<int64_t>(L, c.ic - f0);
+    for (int64_t e = 0; e < L; ++e) v[e] = e < nf ? vload(ds + (f0 + e) * L) : V{};
+    vtranspose<A>(v);
+    for (int64_t l = 0; l < m; ++l) vstore_part(gsc + (o0 + l) * in + c.i0 + f0, v[l], nf);
+  }
+}
+
+template <typename A>
+SK_CLONES_FLAT void unpack_block_any(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* s,
+                                     A* ds) {
+  unpack_block(c, a, gwt, ob, s, ds);
+}
+
 // The chunk's gwt -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler;
 // per block of kLanes outputs, reading gwt's rows contiguously.
 template <typename T, typename A>
 void unpack_chunk(const Ctx<T, A>& c, const KanLinearBackwardArgs& a, A* gwt) {
   const KanParams& p = c.p;
+  if constexpr (std::is_same_v<T, A>) {
+    parallel_for(c.outp / kLanes<A>, work_grain(1, c.ic * p.n_basis * kLanes<A>), [&](int64_t lo, int64_t hi) {
+      std::vector<A> s(2 * c.ic * kLanes<A>);
+      for (int64_t ob = lo; ob < hi; ++ob) unpack_block_any(c, a, gwt, ob, s.data(), s.data() + c.ic * kLanes<A>);
+    });
+    return;
+  }
   T *gbw = a.grad_base_weight.ptr<T>(), *gsw = a.grad_spline_weight.ptr<T>(), *gsc = a.grad_spline_scaler.ptr<T>();
   constexpr int64_t L = kLanes<A>;
   const int64_t nb = p.n_basis, in = p.in;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #define SK_VEC_INLINE inline __attribute__((always_inline))
 
@@ -35,6 +36,52 @@ template <typename A> SK_VEC_INLINE A vsum(V64<A> v) {
   A s = A(0);
   for (int64_t l = 0; l < kLanes<A>; ++l) s += v[l];
   return s;
+}
+
+// Two-source lane shuffle: lane l of the result is (a ++ b)[idx[l]], indices known at compile time.
+template <typename A, int... I>
+SK_VEC_INLINE V64<A> vshuffle2(V64<A> a, V64<A> b) {
+#if defined(__clang__)
+  return __builtin_shufflevector(a, b, I...);
+#else
+  return __builtin_shuffle(a, b, typename Vec64<A>::index{I...});
+#endif
+}
+
+// One step of vtranspose: within every 2H x 2H block, swap the off-diagonal H x H blocks.
+template <int H, typename A, int... I>
+SK_VEC_INLINE void vtranspose_step(V64<A>* v, std::integer_sequence<int, I...>) {
+  constexpr int L = int(kLanes<A>);
+  for (int k = 0; k < L; ++k) {
+    if (k & H) continue;
+    const V64<A> a = v[k], b = v[k + H];
+    v[k] = vshuffle2<A, ((I & H) ? L + I - H : I)...>(a, b);
+    v[k + H] = vshuffle2<A, ((I & H) ? L + I : I + H)...>(a, b);
+  }
+}
+
+// v[0, lanes): a lanes x lanes matrix by rows, transposed in registers (lanes · log2(lanes) shuffles).
+template <typename A>
+SK_VEC_INLINE void vtranspose(V64<A>* v) {
+  using S = std::make_integer_sequence<int, int(kLanes<A>)>;
+  if constexpr (kLanes<A> > 8) vtranspose_step<8, A>(v, S{});
+  vtranspose_step<4, A>(v, S{});
+  vtranspose_step<2, A>(v, S{});
+  vtranspose_step<1, A>(v, S{});
+}
+
+// The first n (<= lanes) elements at p, zeros after; and a store of the first n lanes.
+template <typename A>
+SK_VEC_INLINE V64<A> vload_part(const A* p, int64_t n) {
+  if (n == kLanes<A>) return vload(p);
+  A t[kLanes<A>] = {};
+  for (int64_t l = 0; l < n; ++l) t[l] = p[l];
+  return vload(t);
+}
+template <typename A>
+SK_VEC_INLINE void vstore_part(A* p, V64<A> v, int64_t n) {
+  if (n == kLanes<A>) return vstore(p, v);
+  for (int64_t l = 0; l < n; ++l) p[l] = v[l];
 }
 
 template <typename A>
