@@ -288,7 +288,7 @@ void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* x
 }
 
 // Rows (at most the kernels' register budget) of one interval group: res[g] = sum_o gy[g][o] ·
-// sum_q d_q w_q[o], as K+2 dot products per row (w_0 = w0, w_q = ws + (q-1)·rs).
+// sum_q d_q w_q[o], as K+2 dot products per row in vector lanes (w_0 = w0, w_q = ws + (q-1)·rs).
 template <int K, int G, typename A>
 SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, int64_t rs, int64_t vs, int64_t out, const A* const* gy,
                            const Local<K, A, true>* const* l, A* res) {
@@ -307,16 +307,16 @@ SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, int64_t rs, int64_t vs, int
       for (int q = 0; q < K + 2; ++q) acc[g][q] += w[q] * yv;
     }
   }
-  for (int g = 0; g < G; ++g) {
-    A dot[K + 2];
-    for (int q = 0; q < K + 2; ++q) dot[q] = vsum<A>(acc[g][q]);
-    for (int64_t t = o; t < out; ++t) {
-      const int64_t at = t / L * vs + t % L;
-      dot[0] += w0[at] * gy[g][t];
-      for (int q = 0; q <= K; ++q) dot[q + 1] += ws[q * rs + at] * gy[g][t];
+  for (int g = 0; g < G; ++g) {  // the d_q weigh the lanes before one horizontal sum per row
+    V t = V{};
+    for (int q = 0; q < K + 2; ++q) t += l[g]->d[q] * acc[g][q];
+    A s = vsum<A>(t);
+    for (int64_t e = o; e < out; ++e) {
+      const int64_t at = e / L * vs + e % L;
+      A dot = l[g]->d[0] * w0[at];
+      for (int q = 0; q <= K; ++q) dot += l[g]->d[q + 1] * ws[q * rs + at];
+      s += dot * gy[g][e];
     }
-    A s = A(0);
-    for (int q = 0; q < K + 2; ++q) s += l[g]->d[q] * dot[q];
     res[g] = s;
   }
 }

@@ -32,11 +32,6 @@ template <typename A> constexpr int64_t kLanes = int64_t(64 / sizeof(A));
 
 template <typename A> SK_VEC_INLINE V64<A> vload(const A* p) { V64<A> v; __builtin_memcpy(&v, p, 64); return v; }
 template <typename A> SK_VEC_INLINE void vstore(A* p, V64<A> v) { __builtin_memcpy(p, &v, 64); }
-template <typename A> SK_VEC_INLINE A vsum(V64<A> v) {
-  A s = A(0);
-  for (int64_t l = 0; l < kLanes<A>; ++l) s += v[l];
-  return s;
-}
 
 // Two-source lane shuffle: lane l of the result is (a ++ b)[idx[l]], indices known at compile time.
 template <typename A, int... I>
@@ -68,6 +63,23 @@ SK_VEC_INLINE void vtranspose(V64<A>* v) {
   vtranspose_step<4, A>(v, S{});
   vtranspose_step<2, A>(v, S{});
   vtranspose_step<1, A>(v, S{});
+}
+
+// v + v with lane l paired to lane l ^ H.
+template <int H, typename A, int... I>
+SK_VEC_INLINE V64<A> vfold(V64<A> v, std::integer_sequence<int, I...>) {
+  return v + vshuffle2<A, (I ^ H)...>(v, v);
+}
+
+// The sum of v's lanes, as a tree of halves (log2(lanes) shuffles and adds).
+template <typename A>
+SK_VEC_INLINE A vsum(V64<A> v) {
+  using S = std::make_integer_sequence<int, int(kLanes<A>)>;
+  if constexpr (kLanes<A> > 8) v = vfold<8, A>(v, S{});
+  v = vfold<4, A>(v, S{});
+  v = vfold<2, A>(v, S{});
+  v = vfold<1, A>(v, S{});
+  return v[0];
 }
 
 // The first n (<= lanes) elements at p, zeros after; and a store of the first n lanes.
