@@ -1,4 +1,5 @@
 // The fused KAN linear op on every host backend against a naive fp64 evaluation of the same math.
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -16,7 +17,11 @@ struct Problem {
   int nb() const { return grid_size + order; }
   std::vector<double> x, grid, bw, sw, sc, gy;
 
-  explicit Problem(unsigned seed) {
+  explicit Problem(unsigned seed) { fill(seed); }
+  Problem(unsigned seed, int r, int i, int o, int g, int k) : rows(r), in(i), out(o), grid_size(g), order(k) {
+    fill(seed);
+  }
+  void fill(unsigned seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<double> N(0, 1);
     std::uniform_real_distribution<double> U(0.05, 1.0);
@@ -56,7 +61,9 @@ void check_backend(const Problem& P, Backend be, double tol) {
   auto x = cast<T>(P.x), grid = cast<T>(P.grid), bw = cast<T>(P.bw), sw = cast<T>(P.sw), sc = cast<T>(P.sc);
   auto gy = cast<T>(P.gy);
   std::vector<T> y(P.rows * P.out), gx(P.rows * P.in), gbw(bw.size()), gsw(sw.size()), gsc(sc.size());
-  std::vector<T> work(size_t(kan_linear_workspace(P.in, P.out, P.nb(), P.order, dtype_of<T>(), be, true)) + 1);
+  std::vector<T> work(size_t(std::max(kan_linear_workspace(P.in, P.out, P.nb(), P.order, dtype_of<T>(), be, false),
+                                      kan_linear_workspace(P.in, P.out, P.nb(), P.order, dtype_of<T>(), be, true))) +
+                      1);
   const int64_t R = P.rows, I = P.in, O = P.out, K = P.nk(), NB = P.nb();
   KanLinearArgs f{make_view(x, {R, I}), make_view(grid, {I, K}), make_view(bw, {O, I}), make_view(sw, {O, I, NB}),
                   make_view(sc, {O, I}), make_view(y, {R, O}), make_view(work, {int64_t(work.size())}), P.order, {}};
@@ -106,6 +113,16 @@ void check_backend(const Problem& P, Backend be, double tol) {
 }  // namespace
 
 TEST(KanLinear, CpuFp64MatchesNaiveSums) { check_backend<double>(Problem(11), Backend::cpu, 1e-12); }
+
+// The CPU kernels in chunks (kKanCpuChunkBytes): fp64, 420 -> 1003, 5 weight rows per feature: two
+// output chunks in the forward (992, then a vector and a lane tail), three feature chunks in the
+// backward (208, 208, 4).
+TEST(KanLinear, CpuFp64InChunks) {
+  const Problem P(13, 3, 420, 1003, 1, 1);
+  EXPECT_TRUE(kan_cpu_layout(P.in, P.out, P.nb(), P.order, DType::f64, false).outc < P.out);
+  EXPECT_TRUE(kan_cpu_layout(P.in, P.out, P.nb(), P.order, DType::f64, true).inc < P.in);
+  check_backend<double>(P, Backend::cpu, 1e-12);
+}
 
 TEST(KanLinear, EveryBackendFp32MatchesNaiveSums) {
   const Problem P(5);
