@@ -8,6 +8,8 @@
 // Backward: a thread per feature (it owns the feature's gradient rows: deterministic, no atomics). The
 // rows of a tile are grouped by knot interval, so in a group the order+2 weight and gradient rows are
 // fixed: dx from dot products of gy with those rows, the weight gradient summed in registers.
+// Both run chunk by chunk (kan_repack.h): the forward over chunks of outputs, the backward over chunks
+// of features, each chunk's repacked weights and gradient within kKanCpuChunkBytes.
 #include "swisk/ops/kan.h"
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "bspline_uniform.h"
 #include "clones.h"
 #include "dtype_dispatch.h"
+#include "kan_repack.h"
 #include "parallel.h"
 #include "vec_math.h"
 
@@ -28,157 +31,6 @@ constexpr int64_t kFeats = 16;      // forward: features per block (their weight
 constexpr int64_t kRows = 128;      // forward: most rows per block (they reuse those tiles)
 constexpr int64_t kTileRows = 512;  // backward: most rows grouped by interval together
 constexpr int64_t kLocalBytes = 8 << 20;  // backward: the locals of a tile of rows
-constexpr int64_t kAhead = 8;             // repacking: vectors of a row prefetched ahead
-
-// Items per parallel chunk so that a chunk holds at least kMinWork multiply-adds: below that, forking
-// threads costs more than it saves (one small layer runs serially).
-constexpr int64_t kMinWork = 1 << 16;
-int64_t work_grain(int64_t grain, int64_t work_per_item) {
-  return std::max(grain, kMinWork / std::max<int64_t>(1, work_per_item));
-}
-
-template <typename T, typename A>
-struct Ctx {
-  KanParams p;
-  const T *x, *grid, *bw, *sw, *sc;
-  A* inv;  // (in, order, n_knots): 1 / (g[j+k] - g[j])
-  A* wt;   // (ic, outp / lanes, nq, lanes): the chunk's features [i0, i0 + ic) and outputs [o0, o0 + oc)
-  int64_t nq, outp, o0, oc, i0, ic;  // outp: oc rounded up to whole vectors
-  int64_t rs, vs, fs;  // strides of a row, of a vector of outputs, of a feature
-  const UniformKnots<A>* uv;  // uniform knots for the bases (forward), and their derivatives too (ud)
-  const UniformKnots<A>* ud;
-  // Row r of the chunk's feature i (counted from i0), and row 0 of its vector ob.
-  A* at(A* base, int64_t i, int64_t r) const { return base + i * fs + r * rs; }
-  A* vec(A* base, int64_t i, int64_t ob) const { return base + i * fs + ob * vs; }
-};
-
-// Fills inv (per feature): 1 / (g[j+k] - g[j]).
-template <typename T, typename A>
-void knot_inverses(const Ctx<T, A>& c) {
-  const KanParams& p = c.p;
-  const int64_t nk = p.n_knots, K = p.order;
-  parallel_for(p.in, work_grain(8, K * nk), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      for (int64_t k = 1; k <= K; ++k)
-        for (int64_t j = 0; j + k < nk; ++j)
-          c.inv[(i * K + k - 1) * nk + j] = A(1) / (A(c.grid[i * nk + j + k]) - A(c.grid[i * nk + j]));
-  });
-}
-
-// wt's vector block ob of the chunk (T = A): lanes x lanes blocks of the parameters' rows transposed in
-// registers, so every load and store is a contiguous vector. s: scratch for the features' scaler
-// vectors (ic · lanes). Returns a sum that is NaN when a scaled spline weight is inf or NaN.
-template <typename A>
-SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
-  using V = V64<A>;
-  constexpr int64_t L = kLanes<A>;
-  const KanParams& p = c.p;
-  const int64_t in = p.in, nb = p.n_basis, K = p.order;
-  const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
-  V v[L];
-  for (int64_t f0 = 0; f0 < c.ic; f0 += L) {  // silu's row (base_weight) and the scalers
-    const int64_t nf = std::min<int64_t>(L, c.ic - f0), i = c.i0 + f0;
-    for (int64_t l = 0; l < L; ++l) v[l] = l < m && p.has_base ? vload_part(c.bw + (o0 + l) * in + i, nf) : V{};
-    vtranspose<A>(v);
-    for (int64_t e = 0; e < nf; ++e) vstore(c.vec(c.wt, f0 + e, ob), v[e]);
-    for (int64_t l = 0; l < L; ++l)
-      v[l] = !p.has_scaler ? V{} + A(1) : l < m ? vload_part(c.sc + (o0 + l) * in + i, nf) : V{};
-    vtranspose<A>(v);
-    for (int64_t e = 0; e < nf; ++e) vstore(s + (f0 + e) * L, v[e]);
-  }
-  for (int64_t f = 0; f < c.ic; ++f) {  // the zero rows
-    A* w = c.vec(c.wt, f, ob);
-    for (int64_t r = 1; r <= K; ++r) vstore(w + r * c.rs, V{});
-    for (int64_t r = 1 + K + nb; r < c.nq; ++r) vstore(w + r * c.rs, V{});
-  }
-  V bad{};  // sum of w - w: NaN once a w is inf or NaN
-  const int64_t end = (c.i0 + c.ic) * nb;
-  int64_t f = 0, j = 0;  // the chunk's feature and the basis of column cc + e
-  for (int64_t cc = c.i0 * nb; cc < end; cc += L) {  // spline rows: columns of sw's (in · nb) rows
-    const int64_t n = std::min<int64_t>(L, end - cc);
-    for (int64_t l = 0; l < L; ++l) {
-      const A* row = c.sw + (o0 + l) * in * nb + cc;
-      if (l < m) __builtin_prefetch(row + kAhead * L);  // 16 rows in step: the hardware's streams lag
-      v[l] = l < m ? vload_part(row, n) : V{};
-    }
-    vtranspose<A>(v);
-    for (int64_t e = 0; e < n; ++e) {
-      const V w = v[e] * vload(s + f * L);
-      vstore(c.vec(c.wt, f, ob) + (1 + K + j) * c.rs, w);
-      bad += w - w;
-      if (++j == nb) j = 0, ++f;
-    }
-  }
-  return vsum<A>(bad);
-}
-
-template <typename A>
-SK_CLONES_FLAT A pack_block_any(const Ctx<A, A>& c, int64_t ob, A* s) {
-  return pack_block(c, ob, s);
-}
-
-// Fills wt with the chunk's weights (per block of kLanes outputs, each element written once, the pads
-// as zeros); true when a scaled spline weight is inf or NaN.
-template <typename T, typename A>
-bool pack(const Ctx<T, A>& c) {
-  const KanParams& p = c.p;
-  const int64_t K = p.order, nb = p.n_basis, in = p.in, L = kLanes<A>;
-  std::atomic<bool> nonfinite{false};
-  if constexpr (std::is_same_v<T, A>) {
-    parallel_for(c.outp / L, work_grain(1, c.ic * c.nq * L), [&](int64_t lo, int64_t hi) {
-      std::vector<A> s(c.ic * L);
-      A bad = A(0);
-      for (int64_t ob = lo; ob < hi; ++ob) bad += pack_block_any(c, ob, s.data());
-      if (bad != bad) nonfinite.store(true, std::memory_order_relaxed);
-    });
-    return nonfinite.load();
-  }
-  parallel_for(c.outp / L, work_grain(1, c.ic * c.nq * L), [&](int64_t lo, int64_t hi) {
-    A bad = A(0);  // sum of v - v: NaN once a v is inf or NaN
-    for (int64_t ob = lo; ob < hi; ++ob) {
-      const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
-      for (int64_t f = 0; f < c.ic; ++f) {
-        const int64_t i = c.i0 + f;
-        A* w = c.vec(c.wt, f, ob);
-        A s[kLanes<A>];
-        for (int64_t l = 0; l < L; ++l) {
-          const int64_t oi = (o0 + l) * in + i;
-          w[l] = l < m && p.has_base ? A(c.bw[oi]) : A(0);
-          s[l] = l < m && p.has_scaler ? A(c.sc[oi]) : A(1);
-        }
-        for (int64_t r = 1; r < c.nq; ++r) {
-          A* wr = w + r * c.rs;
-          const int64_t j = r - 1 - K;
-          if (j < 0 || j >= nb) {
-            std::fill(wr, wr + L, A(0));
-            continue;
-          }
-          const T* src = c.sw + (o0 * in + i) * nb + j;
-          for (int64_t l = 0; l < L; ++l) {
-            const A v = l < m ? A(src[l * in * nb]) * s[l] : A(0);
-            wr[l] = v;
-            bad += v - v;
-          }
-        }
-      }
-    }
-    if (bad != bad) nonfinite.store(true, std::memory_order_relaxed);
-  });
-  return nonfinite.load();
-}
-
-// Calls f() for each chunk of the layout's outputs (forward) or features (backward) with c set to it.
-template <typename T, typename A, class F>
-void for_chunks(Ctx<T, A>& c, const KanCpuLayout& lay, F&& f) {
-  for (int64_t o0 = 0; o0 < c.p.out; o0 += lay.outc) {
-    c.o0 = o0, c.oc = std::min<int64_t>(lay.outc, c.p.out - o0);
-    c.outp = (c.oc + kLanes<A> - 1) / kLanes<A> * kLanes<A>;
-    for (int64_t i0 = 0; i0 < c.p.in; i0 += lay.inc) {
-      c.i0 = i0, c.ic = std::min<int64_t>(lay.inc, c.p.in - i0);
-      f();
-    }
-  }
-}
 
 // What x[n, i] contributes: coefficients of wt's rows 0 and row .. row+K (silu's first), and with D
 // their derivatives in x. Outside the grid the coefficients are 0 (NaN for NaN x) and row is 1.
@@ -494,110 +346,6 @@ Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& 
   return Ctx<T, A>{p,    x.ptr<const T>(), grid.ptr<const T>(), bw.ptr<const T>(), sw.ptr<const T>(),
                    sc.ptr<const T>(), base, base + lay.wt, lay.nq, lay.outp, 0, lay.outc, 0, lay.inc,
                    kLanes<A>,        lay.nq * kLanes<A>, lay.nq * lay.outp, nullptr, nullptr};
-}
-
-// unpack_chunk's vector block ob (T = A), pack_block's transposes the other way round. s, ds: scratch
-// for the features' scaler vectors and their gradients (ic · lanes each).
-template <typename A>
-SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* s, A* ds) {
-  using V = V64<A>;
-  constexpr int64_t L = kLanes<A>;
-  const KanParams& p = c.p;
-  const int64_t in = p.in, nb = p.n_basis, K = p.order;
-  const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
-  A *gbw = a.grad_base_weight.ptr<A>(), *gsw = a.grad_spline_weight.ptr<A>(), *gsc = a.grad_spline_scaler.ptr<A>();
-  V v[L], u[L];
-  for (int64_t f0 = 0; f0 < c.ic; f0 += L) {  // the scalers; base_weight's gradient from silu's rows
-    const int64_t nf = std::min<int64_t>(L, c.ic - f0), i = c.i0 + f0;
-    for (int64_t l = 0; l < L; ++l)
-      v[l] = !p.has_scaler ? V{} + A(1) : l < m ? vload_part(c.sc + (o0 + l) * in + i, nf) : V{};
-    vtranspose<A>(v);
-    for (int64_t e = 0; e < nf; ++e) vstore(s + (f0 + e) * L, v[e]), vstore(ds + (f0 + e) * L, V{});
-    if (!p.has_base) continue;
-    for (int64_t e = 0; e < L; ++e) v[e] = e < nf ? vload(c.vec(gwt, f0 + e, ob)) : V{};
-    vtranspose<A>(v);
-    for (int64_t l = 0; l < m; ++l) vstore_part(gbw + (o0 + l) * in + i, v[l], nf);
-  }
-  const int64_t end = (c.i0 + c.ic) * nb;
-  int64_t f = 0, j = 0;  // the chunk's feature and the basis of column cc
-  for (int64_t cc = c.i0 * nb; cc < end; cc += L) {
-    const int64_t n = std::min<int64_t>(L, end - cc), f1 = f, j1 = j;
-    for (int64_t e = 0; e < L; ++e) {
-      v[e] = e < n ? vload(c.vec(gwt, f, ob) + (1 + K + j) * c.rs) : V{};
-      if (e < n && ++j == nb) j = 0, ++f;
-    }
-    if (p.has_scaler) {  // sw's columns beside them, for the scaler's gradient
-      for (int64_t l = 0; l < L; ++l) {
-        const A* row = c.sw + (o0 + l) * in * nb + cc;
-        if (l < m) __builtin_prefetch(row + kAhead * L);
-        u[l] = l < m ? vload_part(row, n) : V{};
-      }
-      vtranspose<A>(u);
-    }
-    for (int64_t e = 0, fe = f1, je = j1; e < n; ++e) {
-      if (p.has_scaler) vstore(ds + fe * L, vload(ds + fe * L) + v[e] * u[e]);
-      v[e] *= vload(s + fe * L);
-      if (++je == nb) je = 0, ++fe;
-    }
-    vtranspose<A>(v);
-    for (int64_t l = 0; l < m; ++l) vstore_part(gsw + (o0 + l) * in * nb + cc, v[l], n);
-  }
-  if (!p.has_scaler) return;
-  for (int64_t f0 = 0; f0 < c.ic; f0 += L) {
-    const int64_t nf = std::min<int64_t>(L, c.ic - f0);
-    for (int64_t e = 0; e < L; ++e) v[e] = e < nf ? vload(ds + (f0 + e) * L) : V{};
-    vtranspose<A>(v);
-    for (int64_t l = 0; l < m; ++l) vstore_part(gsc + (o0 + l) * in + c.i0 + f0, v[l], nf);
-  }
-}
-
-template <typename A>
-SK_CLONES_FLAT void unpack_block_any(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* s,
-                                     A* ds) {
-  unpack_block(c, a, gwt, ob, s, ds);
-}
-
-// The chunk's gwt -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler;
-// per block of kLanes outputs, reading gwt's rows contiguously.
-template <typename T, typename A>
-void unpack_chunk(const Ctx<T, A>& c, const KanLinearBackwardArgs& a, A* gwt) {
-  const KanParams& p = c.p;
-  if constexpr (std::is_same_v<T, A>) {
-    parallel_for(c.outp / kLanes<A>, work_grain(1, c.ic * p.n_basis * kLanes<A>), [&](int64_t lo, int64_t hi) {
-      std::vector<A> s(2 * c.ic * kLanes<A>);
-      for (int64_t ob = lo; ob < hi; ++ob) unpack_block_any(c, a, gwt, ob, s.data(), s.data() + c.ic * kLanes<A>);
-    });
-    return;
-  }
-  T *gbw = a.grad_base_weight.ptr<T>(), *gsw = a.grad_spline_weight.ptr<T>(), *gsc = a.grad_spline_scaler.ptr<T>();
-  constexpr int64_t L = kLanes<A>;
-  const int64_t nb = p.n_basis, in = p.in;
-  parallel_for(c.outp / L, work_grain(1, c.ic * nb * L), [&](int64_t lo, int64_t hi) {
-    for (int64_t ob = lo; ob < hi; ++ob) {
-      const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
-      for (int64_t f = 0; f < c.ic; ++f) {
-        const int64_t i = c.i0 + f;
-        const A* g = c.vec(gwt, f, ob);
-        A s[L], ds[L];
-        for (int64_t l = 0; l < m; ++l) {
-          const int64_t oi = (o0 + l) * in + i;
-          if (p.has_base) gbw[oi] = T(g[l]);
-          s[l] = p.has_scaler ? A(c.sc[oi]) : A(1);
-          ds[l] = A(0);
-        }
-        for (int64_t j = 0; j < nb; ++j) {
-          const A* gj = g + (1 + a.order + j) * c.rs;
-          for (int64_t l = 0; l < m; ++l) {
-            const int64_t e = ((o0 + l) * in + i) * nb + j;
-            ds[l] += gj[l] * A(c.sw[e]);
-            gsw[e] = T(gj[l] * s[l]);
-          }
-        }
-        if (p.has_scaler)
-          for (int64_t l = 0; l < m; ++l) gsc[(o0 + l) * in + i] = T(ds[l]);
-      }
-    }
-  });
 }
 
 void forward(const KanLinearArgs& a) {
