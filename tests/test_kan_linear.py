@@ -255,6 +255,21 @@ def uniform_grid(features, grid_size, order, dtype=torch.float64):
     return knots.expand(features, -1).contiguous().to(dtype)
 
 
+def check_fused_against_reference(rng, args, order, dtype, bound):
+    """kan_linear on the fused route, forward and every gradient, against the fp64 reference."""
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    with swisk.config.using(kan_route="fused"):
+        y = swisk.ops.kan_linear(*leaves, order)
+        go = torch.randn(y.shape, generator=rng, dtype=torch.float64).to(dtype)
+        got = torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go)
+    dl = [t.detach().double().requires_grad_() for t in args]
+    yr = reference.kan_linear(*dl, order)
+    want = torch.autograd.grad(yr, [dl[i] for i in (0, 2, 3, 4)], go.double())
+    assert rel_err(y, yr.detach()) <= bound, f"{dtype} y (seed {rng.initial_seed()})"
+    for name, g, w in zip(("x", "base_weight", "spline_weight", "spline_scaler"), got, want):
+        assert rel_err(g, w) <= bound, f"{dtype} grad {name}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
+
+
 @pytest.mark.parametrize("uniform", [True, False])
 @pytest.mark.parametrize("order", [1, 3, 5])
 def test_cpu_fused_blocks(rng, uniform, order):
@@ -269,18 +284,7 @@ def test_cpu_fused_blocks(rng, uniform, order):
             args[1] = uniform_grid(fin, gs, order)
             args[0] = torch.rand(rows, fin, generator=rng, dtype=torch.float64) * 7 - 3.5  # some outside
             args[0][:3] = torch.tensor([-1.0, 0.2, 1.0], dtype=torch.float64)[:, None]  # on knots
-        args = [t.to(dtype) for t in args]
-        leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
-        with swisk.config.using(kan_route="fused"):
-            y = swisk.ops.kan_linear(*leaves, order)
-            go = torch.randn(y.shape, generator=rng, dtype=torch.float64).to(dtype)
-            got = torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go)
-        dl = [t.detach().double().requires_grad_() for t in args]
-        yr = reference.kan_linear(*dl, order)
-        want = torch.autograd.grad(yr, [dl[i] for i in (0, 2, 3, 4)], go.double())
-        assert rel_err(y, yr.detach()) <= bound, f"{dtype} y (seed {rng.initial_seed()})"
-        for name, g, w in zip(("x", "base_weight", "spline_weight", "spline_scaler"), got, want):
-            assert rel_err(g, w) <= bound, f"{dtype} grad {name}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
+        check_fused_against_reference(rng, [t.to(dtype) for t in args], order, dtype, bound)
 
 
 @pytest.mark.parametrize("uniform", [True, False])
@@ -302,18 +306,7 @@ def test_cpu_fused_chunks(rng, uniform):
         args = make(rng, rows, fin, fout, gs, order, torch.float64)
         if uniform:
             args[1] = uniform_grid(fin, gs, order)
-        args = [t.to(dtype) for t in args]
-        leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
-        with swisk.config.using(kan_route="fused"):
-            y = swisk.ops.kan_linear(*leaves, order)
-            go = torch.randn(y.shape, generator=rng, dtype=torch.float64).to(dtype)
-            got = torch.autograd.grad(y, [leaves[i] for i in (0, 2, 3, 4)], go)
-        dl = [t.detach().double().requires_grad_() for t in args]
-        yr = reference.kan_linear(*dl, order)
-        want = torch.autograd.grad(yr, [dl[i] for i in (0, 2, 3, 4)], go.double())
-        assert rel_err(y, yr.detach()) <= bound, f"{dtype} y (seed {rng.initial_seed()})"
-        for name, g, w in zip(("x", "base_weight", "spline_weight", "spline_scaler"), got, want):
-            assert rel_err(g, w) <= bound, f"{dtype} grad {name}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
+        check_fused_against_reference(rng, [t.to(dtype) for t in args], order, dtype, bound)
 
 
 def test_cpu_fused_scratch_is_bounded():

@@ -89,13 +89,12 @@ KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t nb, int order, DTyp
   l.nq = nb + 2 * int64_t(order) + 1;
   // Forward: chunks of outputs, whole register tiles (4 vectors) where the bound allows; backward:
   // chunks of features, 16 at a time. At least one vector or 16 features per chunk.
-  const int64_t budget = kKanCpuChunkBytes;
   if (backward) {
     const int64_t per_feature = std::max<int64_t>(1, l.nq * up(out, lanes) * elem * 2);
     l.outc = l.outp = up(out, lanes);
-    l.inc = std::min(std::max<int64_t>(16, budget / per_feature / 16 * 16), in);
+    l.inc = std::min(std::max<int64_t>(16, kKanCpuChunkBytes / per_feature / 16 * 16), in);
   } else {
-    const int64_t per_out = std::max<int64_t>(1, in * l.nq * elem), chunk = budget / per_out;
+    const int64_t per_out = std::max<int64_t>(1, in * l.nq * elem), chunk = kKanCpuChunkBytes / per_out;
     l.inc = in;
     l.outc = l.outp = std::min(chunk >= 4 * lanes ? chunk / (4 * lanes) * (4 * lanes)
                                                   : std::max<int64_t>(lanes, chunk / lanes * lanes),

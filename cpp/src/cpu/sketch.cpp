@@ -100,25 +100,17 @@ static void generate(const SketchMatrixArgs& a) {
 // takes the same additions in the same order as the plain radix-2 stages (a, b) -> (a + b, a - b), and
 // the scale multiplies the last stage's sums: the result is bitwise swisk.reference.sketch.fwht's.
 // One stage at distance H < lanes inside a vector: lane i pairs with lane i ^ H.
-template <int H, typename A, size_t... I>
-static inline V64<A> lane_stage(V64<A> v, std::index_sequence<I...>) {
-  constexpr size_t L = sizeof...(I);
-#if defined(__clang__)
-  const V64<A> s = __builtin_shufflevector(v, v, int(I ^ H)...);
-#else
-  const V64<A> s = __builtin_shuffle(v, typename Vec64<A>::index{int(I ^ H)...});
-#endif
+template <int H, typename A, int... I>
+static inline V64<A> lane_stage(V64<A> v, std::integer_sequence<int, I...>) {
+  constexpr int L = sizeof...(I);
+  const V64<A> s = vshuffle2<A, (I ^ H)...>(v, v);
   const V64<A> sum = v + s, dif = s - v;  // lower lane: b[i] + b[i + H]; upper lane: b[i - H] - b[i]
-#if defined(__clang__)
-  return __builtin_shufflevector(sum, dif, int((I & H) ? I + L : I)...);
-#else
-  return __builtin_shuffle(sum, dif, typename Vec64<A>::index{int((I & H) ? I + L : I)...});
-#endif
+  return vshuffle2<A, ((I & H) ? I + L : I)...>(sum, dif);
 }
 
 template <typename A>
 static inline V64<A> in_vector_stages(V64<A> v) {
-  constexpr auto I = std::make_index_sequence<size_t(kLanes<A>)>();
+  constexpr auto I = std::make_integer_sequence<int, int(kLanes<A>)>();
   v = lane_stage<1, A>(v, I), v = lane_stage<2, A>(v, I), v = lane_stage<4, A>(v, I);
   if constexpr (kLanes<A> == 16) v = lane_stage<8, A>(v, I);
   return v;

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 
+import torch
+
 from .. import _C, config
+from .._backend import dtype_code
 
 MAX_FUSED_ORDER = 7  # the fused kernels' register arrays (kernels/bspline.h SWISK_MAX_SPLINE_ORDER)
 
@@ -45,7 +48,8 @@ _FUSED_TINY_BYTES = 256 << 10
 @functools.lru_cache(maxsize=256)
 def _fused_bytes(in_f: int, out_f: int, n_basis: int, order: int) -> int:
     """The fused kernels' scratch in bytes (fp32; forward or backward, whichever is larger)."""
-    return 4 * max(_C.kan_linear_workspace(in_f, out_f, n_basis, order, 0, "cpu", back, False)
+    f32 = dtype_code(torch.float32)
+    return 4 * max(_C.kan_linear_workspace(in_f, out_f, n_basis, order, f32, "cpu", back, False)
                    for back in (False, True))
 
 
