@@ -288,17 +288,31 @@ def test_cpu_fused_blocks(rng, uniform, order):
 
 
 @pytest.mark.parametrize("uniform", [True, False])
+@pytest.mark.parametrize("order,n_basis", [(3, 1), (3, 3), (3, 4), (2, 2), (1, 1)])
+def test_cpu_fused_short_grids(rng, uniform, order, n_basis):
+    """Fewer spline rows than a basis window (n_basis < order + 1: the repacked weights gain zero rows)
+    and windows clamped at both ends of the grid, x well outside it on either side."""
+    rows, fin, fout = 150, 21, 35
+    args = make(rng, rows, fin, fout, n_basis - order, order, torch.float64)
+    if uniform:
+        args[1] = torch.linspace(-1.0, 1.0, n_basis + order + 1, dtype=torch.float64).expand(fin, -1).contiguous()
+        args[0] = torch.rand(rows, fin, generator=rng, dtype=torch.float64) * 5 - 2.5
+    for dtype, bound in ((torch.float64, 1e-11), (torch.float32, 5e-5)):
+        check_fused_against_reference(rng, [t.to(dtype) for t in args], order, dtype, bound)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
 def test_cpu_fused_chunks(rng, uniform):
     """The CPU fused kernels run the outputs in chunks (forward) and the features in chunks (backward)
-    whose repacked weights and gradient stay within 16 MiB: here 2 (fp32) or 4 (fp64) output chunks
-    with vector and lane tails, 4 or 7 feature chunks with a tail past 16-feature blocks, and two
+    whose repacked weights and gradient stay within 16 MiB: here 3 (fp32) or 5 (fp64) output chunks
+    with vector and lane tails, 5 or 9 feature chunks with a tail past 16-feature blocks, and two
     backward row tiles in fp64."""
     from swisk import _C
     from swisk._backend import dtype_code
 
-    rows, fin, fout, gs, order = 600, 1000, 450, 5, 3
+    rows, fin, fout, gs, order = 600, 1000, 1000, 5, 3
     for dtype, bound in ((torch.float64, 1e-11), (torch.float32, 5e-5)):
-        whole = fin * (gs + 3 * order + 1) * fout  # one copy of the repacked weights, elements
+        whole = fin * (1 + gs + order) * fout  # one copy of the repacked weights (silu's, spline rows)
         scan = -(-(2 * fout * fin + fout) * 4 // (8 if dtype == torch.float64 else 4))  # the forward's words
         for back in (False, True):  # so the kernels run in chunks
             ws = _C.kan_linear_workspace(fin, fout, gs + order, order, dtype_code(dtype), "cpu", back, False)
@@ -310,7 +324,7 @@ def test_cpu_fused_chunks(rng, uniform):
 
 
 def test_cpu_fused_scratch_is_bounded():
-    """At 1024 -> 1024, G=5 the repacked weights are 60 MiB (and as much again for their gradient); the
+    """At 1024 -> 1024, G=5 the repacked weights are 36 MiB (and as much again for their gradient); the
     kernels' scratch stays near the 16 MiB chunk bound (the forward adds its non-finite scan's words)."""
     from swisk import _C
     from swisk._backend import dtype_code

@@ -114,11 +114,11 @@ void check_backend(const Problem& P, Backend be, double tol) {
 
 TEST(KanLinear, CpuFp64MatchesNaiveSums) { check_backend<double>(Problem(11), Backend::cpu, 1e-12); }
 
-// The CPU kernels in chunks (kKanCpuChunkBytes): fp64, 420 -> 1003, 5 weight rows per feature: two
+// The CPU kernels in chunks (kKanCpuChunkBytes): fp64, 700 -> 1003, 3 weight rows per feature: two
 // output chunks in the forward (992, then a vector and a lane tail), three feature chunks in the
-// backward (208, 208, 4).
+// backward (336, 336, 28).
 TEST(KanLinear, CpuFp64InChunks) {
-  const Problem P(13, 3, 420, 1003, 1, 1);
+  const Problem P(13, 3, 700, 1003, 1, 1);
   EXPECT_TRUE(kan_cpu_layout(P.in, P.out, P.nb(), P.order, DType::f64, false).outc < P.out);
   EXPECT_TRUE(kan_cpu_layout(P.in, P.out, P.nb(), P.order, DType::f64, true).inc < P.in);
   check_backend<double>(P, Backend::cpu, 1e-12);

@@ -1,8 +1,9 @@
 // CPU fused KAN linear. Only order+1 bases are non-zero per input, so every (row, feature) touches
 // order+2 rows of the repacked weights wt (silu's and the bases'): cost independent of the grid size.
-// wt holds per feature nq rows: silu's, order zero rows, the n_basis spline rows, order zero rows, so
-// a knot interval s always touches rows 0 and 1+s .. 1+s+order; stored as (in, outp / lanes, nq,
-// lanes): each block of a vector's outputs holds its nq rows in one run of memory (kan_cpu_layout).
+// wt holds per feature nq rows: silu's, then the n_basis spline rows (zero rows after them when fewer
+// than order+1); a knot interval touches row 0 and a window of order+1 spline rows, its coefficients
+// shifted into the window at the grid's ends (place). Stored as (in, outp / lanes, nq, lanes): each
+// block of a vector's outputs holds its nq rows in one run of memory (kan_cpu_layout).
 // Forward: a thread per block of rows; the bases of a rows x features block are evaluated once, then
 // register tiles of outputs accumulate over the block's features (no accumulator traffic per feature).
 // Backward: a thread per feature (it owns the feature's gradient rows: deterministic, no atomics). The
@@ -41,6 +42,26 @@ struct Local {
   int32_t row;
 };
 
+// Sets l.row for knot interval s (< 0: outside the grid) from the bases of splines s-K .. s in
+// l.c[1..K+1] (and l.d): the window of K+1 spline rows starts at s-K clamped to [0, hi] (hi = nq-2-K),
+// the coefficients shifted to match (a spline outside the window has a zero basis there).
+template <int K, typename A, bool D>
+SK_VEC_INLINE void place(Local<K, A, D>& l, int s, int hi) {
+  const int j0 = s < 0 ? 0 : s - K, st = j0 < 0 ? 0 : j0 > hi ? hi : j0, sh = st - j0;
+  l.row = 1 + st;
+  if (sh == 0) [[likely]] return;
+  A c[K + 1], d[K + 1];
+  for (int q = 0; q <= K; ++q) {
+    const bool in = q + sh >= 0 && q + sh <= K;
+    c[q] = in ? l.c[1 + q + sh] : A(0);
+    if constexpr (D) d[q] = in ? l.d[1 + q + sh] : A(0);
+  }
+  for (int q = 0; q <= K; ++q) {
+    l.c[1 + q] = c[q];
+    if constexpr (D) l.d[1 + q] = d[q];
+  }
+}
+
 template <int K, bool D, typename T, typename A>
 SK_VEC_INLINE void local(const Ctx<T, A>& c, int64_t i, A xv, Local<K, A, D>& l) {
   const KanParams& p = c.p;
@@ -53,7 +74,7 @@ SK_VEC_INLINE void local(const Ctx<T, A>& c, int64_t i, A xv, Local<K, A, D>& l)
     l.d[0] = p.has_base ? kan_silu_grad(xv) : A(0);
     for (int q = 0; q <= K; ++q) l.d[q + 1] = dv[q];
   }
-  l.row = 1 + (s < 0 ? 0 : s);
+  place(l, s, int(c.nq) - 2 - K);
 }
 
 // a[0, NV) += feature f's K+2 weight rows (w: its silu row) times its coefficients.
@@ -109,7 +130,7 @@ SK_VEC_INLINE void forward_locals(const Ctx<T, A>& c, int64_t n, int64_t f0, int
       Local<K, A, false>& d = l[s0 + e];
       d.c[0] = p.has_base ? silu[e] : A(0);
       for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e];
-      d.row = 1 + (span[e] < 0 ? 0 : span[e]);
+      place(d, span[e], int(c.nq) - 2 - K);
     }
   }
 }
@@ -226,7 +247,7 @@ void backward_locals(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int
         d.c[0] = p.has_base ? silu[b + e] : A(0);
         d.d[0] = p.has_base ? dsilu[b + e] : A(0);
         for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e], d.d[q + 1] = dv[q][e];
-        d.row = 1 + (span[e] < 0 ? 0 : span[e]);
+        place(d, span[e], int(c.nq) - 2 - K);
       }
     }
   }
@@ -249,7 +270,7 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
   constexpr int64_t L = kLanes<A>;
   constexpr int G = (K + 2) * 4 + K + 3 <= 32 ? 4 : 2;  // rows per dx_rows call (its registers)
   constexpr int NV = (K + 2) * 4 + 4 <= 32 ? 4 : 2;     // vectors per dw_tile
-  const int64_t rs = c.rs, vs = c.vs, groups = p.n_knots;  // row = 1 + interval, at most n_knots - 1
+  const int64_t rs = c.rs, vs = c.vs, groups = c.nq - K;  // row: 1 .. nq - 1 - K
   s.lp.resize(nn), s.gp.resize(nn), s.rows.resize(nn), s.start.assign(groups + 1, 0);
   for (int64_t r = 0; r < nn; ++r) ++s.start[loc[r].row];
   for (int64_t b = 1; b <= groups; ++b) s.start[b] += s.start[b - 1];  // start[b]: end of group b

@@ -63,7 +63,7 @@ SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
   using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
   const KanParams& p = c.p;
-  const int64_t in = p.in, nb = p.n_basis, K = p.order;
+  const int64_t in = p.in, nb = p.n_basis;
   const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
   V v[L];
   for (int64_t f0 = 0; f0 < c.ic; f0 += L) {  // silu's row (base_weight) and the scalers
@@ -76,11 +76,8 @@ SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
     vtranspose<A>(v);
     for (int64_t e = 0; e < nf; ++e) vstore(s + (f0 + e) * L, v[e]);
   }
-  for (int64_t f = 0; f < c.ic; ++f) {  // the zero rows
-    A* w = c.vec(c.wt, f, ob);
-    for (int64_t r = 1; r <= K; ++r) vstore(w + r * c.rs, V{});
-    for (int64_t r = 1 + K + nb; r < c.nq; ++r) vstore(w + r * c.rs, V{});
-  }
+  for (int64_t f = 0; f < c.ic; ++f)  // the zero rows (fewer than K+1 spline rows)
+    for (int64_t r = 1 + nb; r < c.nq; ++r) vstore(c.vec(c.wt, f, ob) + r * c.rs, V{});
   V bad{};  // sum of w - w: NaN once a w is inf or NaN
   const int64_t end = (c.i0 + c.ic) * nb;
   int64_t f = 0, j = 0;  // the chunk's feature and the basis of column cc + e
@@ -94,7 +91,7 @@ SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
     vtranspose<A>(v);
     for (int64_t e = 0; e < n; ++e) {
       const V w = v[e] * vload(s + f * L);
-      vstore(c.vec(c.wt, f, ob) + (1 + K + j) * c.rs, w);
+      vstore(c.vec(c.wt, f, ob) + (1 + j) * c.rs, w);
       bad += w - w;
       if (++j == nb) j = 0, ++f;
     }
@@ -112,7 +109,7 @@ SK_CLONES_FLAT A pack_block_any(const Ctx<A, A>& c, int64_t ob, A* s) {
 template <typename T, typename A>
 bool pack(const Ctx<T, A>& c) {
   const KanParams& p = c.p;
-  const int64_t K = p.order, nb = p.n_basis, in = p.in, L = kLanes<A>;
+  const int64_t nb = p.n_basis, in = p.in, L = kLanes<A>;
   std::atomic<bool> nonfinite{false};
   if constexpr (std::is_same_v<T, A>) {
     parallel_for(c.outp / L, work_grain(1, c.ic * c.nq * L), [&](int64_t lo, int64_t hi) {
@@ -138,7 +135,7 @@ bool pack(const Ctx<T, A>& c) {
         }
         for (int64_t r = 1; r < c.nq; ++r) {
           A* wr = w + r * c.rs;
-          const int64_t j = r - 1 - K;
+          const int64_t j = r - 1;
           if (j < 0 || j >= nb) {
             std::fill(wr, wr + L, A(0));
             continue;
@@ -177,7 +174,7 @@ SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs&
   using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
   const KanParams& p = c.p;
-  const int64_t in = p.in, nb = p.n_basis, K = p.order;
+  const int64_t in = p.in, nb = p.n_basis;
   const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
   A *gbw = a.grad_base_weight.ptr<A>(), *gsw = a.grad_spline_weight.ptr<A>(), *gsc = a.grad_spline_scaler.ptr<A>();
   V v[L], u[L];
@@ -197,7 +194,7 @@ SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs&
   for (int64_t cc = c.i0 * nb; cc < end; cc += L) {
     const int64_t n = std::min<int64_t>(L, end - cc), f1 = f, j1 = j;
     for (int64_t e = 0; e < L; ++e) {
-      v[e] = e < n ? vload(c.vec(gwt, f, ob) + (1 + K + j) * c.rs) : V{};
+      v[e] = e < n ? vload(c.vec(gwt, f, ob) + (1 + j) * c.rs) : V{};
       if (e < n && ++j == nb) j = 0, ++f;
     }
     if (p.has_scaler) {  // sw's columns beside them, for the scaler's gradient
@@ -260,7 +257,7 @@ void unpack_chunk(const Ctx<T, A>& c, const KanLinearBackwardArgs& a, A* gwt) {
           ds[l] = A(0);
         }
         for (int64_t j = 0; j < nb; ++j) {
-          const A* gj = g + (1 + a.order + j) * c.rs;
+          const A* gj = g + (1 + j) * c.rs;
           for (int64_t l = 0; l < m; ++l) {
             const int64_t e = ((o0 + l) * in + i) * nb + j;
             ds[l] += gj[l] * A(c.sw[e]);

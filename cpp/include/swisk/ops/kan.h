@@ -76,8 +76,8 @@ int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t n_basis, int or
                                 bool backward, bool tf32 = false);
 // The CPU kernels' scratch, in elements of the accumulation type: knot-difference reciprocals (in,
 // order, n_knots), then the repacked weights wt (inc, outp / lanes, nq, lanes) of a chunk of inc
-// features and outc outputs and, in backward, their gradient gwt: nq = n_basis + 2·order + 1 rows per
-// feature (silu's, order zero rows, the spline rows, order zero rows); outp = outc, a multiple of a
+// features and outc outputs and, in backward, their gradient gwt: nq = 1 + max(n_basis, order + 1) rows
+// per feature (silu's, the spline rows, zero rows up to order + 1 of them); outp = outc, a multiple of a
 // 64-byte vector of lanes. The forward runs the outputs chunk by chunk (every feature), the backward
 // the features (every output), so wt and gwt stay within kKanCpuChunkBytes unless one vector of
 // outputs or 16 features exceed it. Offsets: multiples of 64 bytes.
