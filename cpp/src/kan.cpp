@@ -86,7 +86,8 @@ KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t nb, int order, DTyp
   const int64_t lanes = d == DType::f64 ? 8 : 16, elem = d == DType::f64 ? 8 : 4;
   const auto up = [&](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
   KanCpuLayout l{};
-  l.nq = 1 + std::max<int64_t>(nb, int64_t(order) + 1);
+  l.ns = std::max<int64_t>(nb, int64_t(order) + 1);
+  l.nq = 1 + l.ns + (backward ? 1 : 0);
   // Forward: chunks of outputs, whole register tiles (4 vectors) where the bound allows; backward:
   // chunks of features, 16 at a time. At least one vector or 16 features per chunk.
   if (backward) {

@@ -43,7 +43,7 @@ struct Local {
 };
 
 // Sets l.row for knot interval s (< 0: outside the grid) from the bases of splines s-K .. s in
-// l.c[1..K+1] (and l.d): the window of K+1 spline rows starts at s-K clamped to [0, hi] (hi = nq-2-K),
+// l.c[1..K+1] (and l.d): the window of K+1 spline rows starts at s-K clamped to [0, hi] (hi = ns-1-K),
 // the coefficients shifted to match (a spline outside the window has a zero basis there).
 template <int K, typename A, bool D>
 SK_VEC_INLINE void place(Local<K, A, D>& l, int s, int hi) {
@@ -74,7 +74,7 @@ SK_VEC_INLINE void local(const Ctx<T, A>& c, int64_t i, A xv, Local<K, A, D>& l)
     l.d[0] = p.has_base ? kan_silu_grad(xv) : A(0);
     for (int q = 0; q <= K; ++q) l.d[q + 1] = dv[q];
   }
-  place(l, s, int(c.nq) - 2 - K);
+  place(l, s, int(c.ns) - 1 - K);
 }
 
 // a[0, NV) += feature f's K+2 weight rows (w: its silu row) times its coefficients.
@@ -130,7 +130,7 @@ SK_VEC_INLINE void forward_locals(const Ctx<T, A>& c, int64_t n, int64_t f0, int
       Local<K, A, false>& d = l[s0 + e];
       d.c[0] = p.has_base ? silu[e] : A(0);
       for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e];
-      place(d, span[e], int(c.nq) - 2 - K);
+      place(d, span[e], int(c.ns) - 1 - K);
     }
   }
 }
@@ -161,10 +161,11 @@ void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* x
 }
 
 // Rows (at most the kernels' register budget) of one interval group: res[g] = sum_o gy[g][o] ·
-// sum_q d_q w_q[o], as K+2 dot products per row in vector lanes (w_0 = w0, w_q = ws + (q-1)·rs).
+// (d_0 w_0[o] + sc[o] sum_q d_q w_q[o]), as K+2 dot products per row in vector lanes (w_0 = w0, w_q =
+// ws + (q-1)·rs: the unscaled spline rows).
 template <int K, int G, typename A>
-SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, int64_t rs, int64_t vs, int64_t out, const A* const* gy,
-                           const Local<K, A, true>* const* l, A* res) {
+SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, const A* sc, int64_t rs, int64_t vs, int64_t out,
+                           const A* const* gy, const Local<K, A, true>* const* l, A* res) {
   using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
   V acc[G][K + 2];
@@ -175,9 +176,11 @@ SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, int64_t rs, int64_t vs, int
     V w[K + 2];
     w[0] = vload(w0 + at);
     for (int q = 0; q <= K; ++q) w[q + 1] = vload(ws + q * rs + at);
+    const V s = vload(sc + at);
     for (int g = 0; g < G; ++g) {
-      const V yv = vload(gy[g] + o);
-      for (int q = 0; q < K + 2; ++q) acc[g][q] += w[q] * yv;
+      const V yv = vload(gy[g] + o), ys = yv * s;
+      acc[g][0] += w[0] * yv;
+      for (int q = 1; q < K + 2; ++q) acc[g][q] += w[q] * ys;
     }
   }
   for (int g = 0; g < G; ++g) {  // the d_q weigh the lanes before one horizontal sum per row
@@ -186,9 +189,9 @@ SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, int64_t rs, int64_t vs, int
     A s = vsum<A>(t);
     for (int64_t e = o; e < out; ++e) {
       const int64_t at = e / L * vs + e % L;
-      A dot = l[g]->d[0] * w0[at];
+      A dot = A(0);
       for (int q = 0; q <= K; ++q) dot += l[g]->d[q + 1] * ws[q * rs + at];
-      s += dot * gy[g][e];
+      s += (l[g]->d[0] * w0[at] + sc[at] * dot) * gy[g][e];
     }
     res[g] = s;
   }
@@ -247,7 +250,7 @@ void backward_locals(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int
         d.c[0] = p.has_base ? silu[b + e] : A(0);
         d.d[0] = p.has_base ? dsilu[b + e] : A(0);
         for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e], d.d[q + 1] = dv[q][e];
-        place(d, span[e], int(c.nq) - 2 - K);
+        place(d, span[e], int(c.ns) - 1 - K);
       }
     }
   }
@@ -270,7 +273,7 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
   constexpr int64_t L = kLanes<A>;
   constexpr int G = (K + 2) * 4 + K + 3 <= 32 ? 4 : 2;  // rows per dx_rows call (its registers)
   constexpr int NV = (K + 2) * 4 + 4 <= 32 ? 4 : 2;     // vectors per dw_tile
-  const int64_t rs = c.rs, vs = c.vs, groups = c.nq - K;  // row: 1 .. nq - 1 - K
+  const int64_t rs = c.rs, vs = c.vs, groups = c.ns + 1 - K;  // row: 1 .. ns - K
   s.lp.resize(nn), s.gp.resize(nn), s.rows.resize(nn), s.start.assign(groups + 1, 0);
   for (int64_t r = 0; r < nn; ++r) ++s.start[loc[r].row];
   for (int64_t b = 1; b <= groups; ++b) s.start[b] += s.start[b - 1];  // start[b]: end of group b
@@ -278,7 +281,7 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
     const int64_t at = --s.start[loc[r].row];
     s.lp[at] = &loc[r], s.rows[at] = n0 + r, s.gp[at] = gy + (n0 + r) * p.out;
   }
-  const A* w0 = c.at(c.wt, i - c.i0, 0);
+  const A *w0 = c.at(c.wt, i - c.i0, 0), *sc = c.at(c.wt, i - c.i0, 1 + c.ns);
   A* g0 = c.at(gwt, i - c.i0, 0);
   for (int64_t b = 0; b < groups; ++b) {
     const int64_t lo = s.start[b], hi = s.start[b + 1];
@@ -288,11 +291,11 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
     int64_t r = lo;
     A res[G];
     for (; r + G <= hi; r += G) {
-      dx_rows<K, G>(w0, ws, rs, vs, c.oc, &s.gp[r], &s.lp[r], res);
+      dx_rows<K, G>(w0, ws, sc, rs, vs, c.oc, &s.gp[r], &s.lp[r], res);
       for (int g = 0; g < G; ++g) gx[s.rows[r + g] * p.in + i] = T(res[g]);
     }
     for (; r < hi; ++r) {
-      dx_rows<K, 1>(w0, ws, rs, vs, c.oc, &s.gp[r], &s.lp[r], res);
+      dx_rows<K, 1>(w0, ws, sc, rs, vs, c.oc, &s.gp[r], &s.lp[r], res);
       gx[s.rows[r] * p.in + i] = T(res[0]);
     }
     int64_t o = 0;
@@ -365,8 +368,8 @@ Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& 
   using A = typename sk_acc<T>::type;
   A* base = work.ptr<A>();
   return Ctx<T, A>{p,    x.ptr<const T>(), grid.ptr<const T>(), bw.ptr<const T>(), sw.ptr<const T>(),
-                   sc.ptr<const T>(), base, base + lay.wt, lay.nq, lay.outp, 0, lay.outc, 0, lay.inc,
-                   kLanes<A>,        lay.nq * kLanes<A>, lay.nq * lay.outp, nullptr, nullptr};
+                   sc.ptr<const T>(), base, base + lay.wt, lay.ns, lay.nq, lay.outp, 0, lay.outc, 0, lay.inc,
+                   lay.nq > lay.ns + 1, kLanes<A>, lay.nq * kLanes<A>, lay.nq * lay.outp, nullptr, nullptr};
 }
 
 void forward(const KanLinearArgs& a) {

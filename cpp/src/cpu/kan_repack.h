@@ -33,7 +33,8 @@ struct Ctx {
   const T *x, *grid, *bw, *sw, *sc;
   A* inv;  // (in, order, n_knots): 1 / (g[j+k] - g[j])
   A* wt;   // (ic, outp / lanes, nq, lanes): the chunk's features [i0, i0 + ic) and outputs [o0, o0 + oc)
-  int64_t nq, outp, o0, oc, i0, ic;  // outp: oc rounded up to whole vectors
+  int64_t ns, nq, outp, o0, oc, i0, ic;  // outp: oc rounded up to whole vectors
+  bool back;  // backward: spline rows unscaled, the scalers in row 1 + ns
   int64_t rs, vs, fs;  // strides of a row, of a vector of outputs, of a feature
   const UniformKnots<A>* uv;  // uniform knots for the bases (forward), and their derivatives too (ud)
   const UniformKnots<A>* ud;
@@ -55,6 +56,16 @@ void knot_inverses(const Ctx<T, A>& c) {
   });
 }
 
+// v[l] = n elements of row l (rows stride apart from r) for l < m, else zeros; each row's vector kAhead
+// ahead prefetched (lanes rows in step: the hardware's streams lag).
+template <typename A>
+SK_VEC_INLINE void load_rows(V64<A>* v, const A* r, int64_t stride, int64_t m, int64_t n) {
+  for (int64_t l = 0; l < kLanes<A>; ++l) {
+    if (l < m) __builtin_prefetch(r + l * stride + kAhead * kLanes<A>);
+    v[l] = l < m ? vload_part(r + l * stride, n) : V64<A>{};
+  }
+}
+
 // wt's vector block ob of the chunk (T = A): lanes x lanes blocks of the parameters' rows transposed in
 // registers, so every load and store is a contiguous vector. s: scratch for the features' scaler
 // vectors (ic · lanes). Returns a sum that is NaN when a scaled spline weight is inf or NaN.
@@ -68,29 +79,25 @@ SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
   V v[L];
   for (int64_t f0 = 0; f0 < c.ic; f0 += L) {  // silu's row (base_weight) and the scalers
     const int64_t nf = std::min<int64_t>(L, c.ic - f0), i = c.i0 + f0;
-    for (int64_t l = 0; l < L; ++l) v[l] = l < m && p.has_base ? vload_part(c.bw + (o0 + l) * in + i, nf) : V{};
+    load_rows(v, p.has_base ? c.bw + o0 * in + i : nullptr, in, p.has_base ? m : 0, nf);
     vtranspose<A>(v);
     for (int64_t e = 0; e < nf; ++e) vstore(c.vec(c.wt, f0 + e, ob), v[e]);
-    for (int64_t l = 0; l < L; ++l)
-      v[l] = !p.has_scaler ? V{} + A(1) : l < m ? vload_part(c.sc + (o0 + l) * in + i, nf) : V{};
+    load_rows(v, p.has_scaler ? c.sc + o0 * in + i : nullptr, in, p.has_scaler ? m : 0, nf);
+    if (!p.has_scaler) std::fill(v, v + L, V{} + A(1));
     vtranspose<A>(v);
-    for (int64_t e = 0; e < nf; ++e) vstore(s + (f0 + e) * L, v[e]);
+    for (int64_t e = 0; e < nf; ++e) vstore(c.back ? c.vec(c.wt, f0 + e, ob) + (1 + c.ns) * c.rs : s + (f0 + e) * L, v[e]);
   }
   for (int64_t f = 0; f < c.ic; ++f)  // the zero rows (fewer than K+1 spline rows)
-    for (int64_t r = 1 + nb; r < c.nq; ++r) vstore(c.vec(c.wt, f, ob) + r * c.rs, V{});
+    for (int64_t r = 1 + nb; r <= c.ns; ++r) vstore(c.vec(c.wt, f, ob) + r * c.rs, V{});
   V bad{};  // sum of w - w: NaN once a w is inf or NaN
   const int64_t end = (c.i0 + c.ic) * nb;
   int64_t f = 0, j = 0;  // the chunk's feature and the basis of column cc + e
   for (int64_t cc = c.i0 * nb; cc < end; cc += L) {  // spline rows: columns of sw's (in · nb) rows
     const int64_t n = std::min<int64_t>(L, end - cc);
-    for (int64_t l = 0; l < L; ++l) {
-      const A* row = c.sw + (o0 + l) * in * nb + cc;
-      if (l < m) __builtin_prefetch(row + kAhead * L);  // 16 rows in step: the hardware's streams lag
-      v[l] = l < m ? vload_part(row, n) : V{};
-    }
+    load_rows(v, c.sw + o0 * in * nb + cc, in * nb, m, n);
     vtranspose<A>(v);
     for (int64_t e = 0; e < n; ++e) {
-      const V w = v[e] * vload(s + f * L);
+      const V w = c.back ? v[e] : v[e] * vload(s + f * L);
       vstore(c.vec(c.wt, f, ob) + (1 + j) * c.rs, w);
       bad += w - w;
       if (++j == nb) j = 0, ++f;
@@ -132,8 +139,9 @@ bool pack(const Ctx<T, A>& c) {
           const int64_t oi = (o0 + l) * in + i;
           w[l] = l < m && p.has_base ? A(c.bw[oi]) : A(0);
           s[l] = l < m && p.has_scaler ? A(c.sc[oi]) : A(1);
+          if (c.back) w[(1 + c.ns) * c.rs + l] = s[l], s[l] = A(1);
         }
-        for (int64_t r = 1; r < c.nq; ++r) {
+        for (int64_t r = 1; r <= c.ns; ++r) {
           A* wr = w + r * c.rs;
           const int64_t j = r - 1;
           if (j < 0 || j >= nb) {
@@ -167,24 +175,21 @@ void for_chunks(Ctx<T, A>& c, const KanCpuLayout& lay, F&& f) {
   }
 }
 
-// unpack_chunk's vector block ob (T = A), pack_block's transposes the other way round. s, ds: scratch
-// for the features' scaler vectors and their gradients (ic · lanes each).
+// unpack_chunk's vector block ob (T = A), pack_block's transposes the other way round; the scaler's
+// gradient sums gwt times wt's unscaled spline rows beside it. ds: scratch for the features' scaler
+// gradient vectors (ic · lanes).
 template <typename A>
-SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* s, A* ds) {
+SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* ds) {
   using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
   const KanParams& p = c.p;
-  const int64_t in = p.in, nb = p.n_basis;
+  const int64_t in = p.in, nb = p.n_basis, sr = (1 + c.ns) * c.rs;  // sr: the scalers' row
   const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
   A *gbw = a.grad_base_weight.ptr<A>(), *gsw = a.grad_spline_weight.ptr<A>(), *gsc = a.grad_spline_scaler.ptr<A>();
-  V v[L], u[L];
-  for (int64_t f0 = 0; f0 < c.ic; f0 += L) {  // the scalers; base_weight's gradient from silu's rows
+  V v[L];
+  for (int64_t f = 0; f < c.ic; ++f) vstore(ds + f * L, V{});
+  for (int64_t f0 = 0; p.has_base && f0 < c.ic; f0 += L) {  // base_weight's gradient from silu's rows
     const int64_t nf = std::min<int64_t>(L, c.ic - f0), i = c.i0 + f0;
-    for (int64_t l = 0; l < L; ++l)
-      v[l] = !p.has_scaler ? V{} + A(1) : l < m ? vload_part(c.sc + (o0 + l) * in + i, nf) : V{};
-    vtranspose<A>(v);
-    for (int64_t e = 0; e < nf; ++e) vstore(s + (f0 + e) * L, v[e]), vstore(ds + (f0 + e) * L, V{});
-    if (!p.has_base) continue;
     for (int64_t e = 0; e < L; ++e) v[e] = e < nf ? vload(c.vec(gwt, f0 + e, ob)) : V{};
     vtranspose<A>(v);
     for (int64_t l = 0; l < m; ++l) vstore_part(gbw + (o0 + l) * in + i, v[l], nf);
@@ -192,23 +197,17 @@ SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs&
   const int64_t end = (c.i0 + c.ic) * nb;
   int64_t f = 0, j = 0;  // the chunk's feature and the basis of column cc
   for (int64_t cc = c.i0 * nb; cc < end; cc += L) {
-    const int64_t n = std::min<int64_t>(L, end - cc), f1 = f, j1 = j;
+    const int64_t n = std::min<int64_t>(L, end - cc);
     for (int64_t e = 0; e < L; ++e) {
-      v[e] = e < n ? vload(c.vec(gwt, f, ob) + (1 + j) * c.rs) : V{};
-      if (e < n && ++j == nb) j = 0, ++f;
-    }
-    if (p.has_scaler) {  // sw's columns beside them, for the scaler's gradient
-      for (int64_t l = 0; l < L; ++l) {
-        const A* row = c.sw + (o0 + l) * in * nb + cc;
-        if (l < m) __builtin_prefetch(row + kAhead * L);
-        u[l] = l < m ? vload_part(row, n) : V{};
+      if (e >= n) {
+        v[e] = V{};
+        continue;
       }
-      vtranspose<A>(u);
-    }
-    for (int64_t e = 0, fe = f1, je = j1; e < n; ++e) {
-      if (p.has_scaler) vstore(ds + fe * L, vload(ds + fe * L) + v[e] * u[e]);
-      v[e] *= vload(s + fe * L);
-      if (++je == nb) je = 0, ++fe;
+      const A* w = c.vec(c.wt, f, ob);
+      const V g = vload(c.vec(gwt, f, ob) + (1 + j) * c.rs);
+      if (p.has_scaler) vstore(ds + f * L, vload(ds + f * L) + g * vload(w + (1 + j) * c.rs));
+      v[e] = g * vload(w + sr);
+      if (++j == nb) j = 0, ++f;
     }
     vtranspose<A>(v);
     for (int64_t l = 0; l < m; ++l) vstore_part(gsw + (o0 + l) * in * nb + cc, v[l], n);
@@ -223,9 +222,8 @@ SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs&
 }
 
 template <typename A>
-SK_CLONES_FLAT void unpack_block_any(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* s,
-                                     A* ds) {
-  unpack_block(c, a, gwt, ob, s, ds);
+SK_CLONES_FLAT void unpack_block_any(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* ds) {
+  unpack_block(c, a, gwt, ob, ds);
 }
 
 // The chunk's gwt -> grad_base_weight, grad_spline_weight (times the scaler), grad_spline_scaler;
@@ -235,8 +233,8 @@ void unpack_chunk(const Ctx<T, A>& c, const KanLinearBackwardArgs& a, A* gwt) {
   const KanParams& p = c.p;
   if constexpr (std::is_same_v<T, A>) {
     parallel_for(c.outp / kLanes<A>, work_grain(1, c.ic * p.n_basis * kLanes<A>), [&](int64_t lo, int64_t hi) {
-      std::vector<A> s(2 * c.ic * kLanes<A>);
-      for (int64_t ob = lo; ob < hi; ++ob) unpack_block_any(c, a, gwt, ob, s.data(), s.data() + c.ic * kLanes<A>);
+      std::vector<A> ds(c.ic * kLanes<A>);
+      for (int64_t ob = lo; ob < hi; ++ob) unpack_block_any(c, a, gwt, ob, ds.data());
     });
     return;
   }
@@ -248,19 +246,17 @@ void unpack_chunk(const Ctx<T, A>& c, const KanLinearBackwardArgs& a, A* gwt) {
       const int64_t o0 = c.o0 + ob * L, m = std::min<int64_t>(L, c.o0 + c.oc - o0);
       for (int64_t f = 0; f < c.ic; ++f) {
         const int64_t i = c.i0 + f;
-        const A* g = c.vec(gwt, f, ob);
-        A s[L], ds[L];
+        const A *g = c.vec(gwt, f, ob), *w = c.vec(c.wt, f, ob), *s = w + (1 + c.ns) * c.rs;
+        A ds[L];
         for (int64_t l = 0; l < m; ++l) {
-          const int64_t oi = (o0 + l) * in + i;
-          if (p.has_base) gbw[oi] = T(g[l]);
-          s[l] = p.has_scaler ? A(c.sc[oi]) : A(1);
+          if (p.has_base) gbw[(o0 + l) * in + i] = T(g[l]);
           ds[l] = A(0);
         }
         for (int64_t j = 0; j < nb; ++j) {
-          const A* gj = g + (1 + j) * c.rs;
+          const A *gj = g + (1 + j) * c.rs, *wj = w + (1 + j) * c.rs;
           for (int64_t l = 0; l < m; ++l) {
             const int64_t e = ((o0 + l) * in + i) * nb + j;
-            ds[l] += gj[l] * A(c.sw[e]);
+            ds[l] += gj[l] * wj[l];
             gsw[e] = T(gj[l] * s[l]);
           }
         }

@@ -76,14 +76,15 @@ int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t n_basis, int or
                                 bool backward, bool tf32 = false);
 // The CPU kernels' scratch, in elements of the accumulation type: knot-difference reciprocals (in,
 // order, n_knots), then the repacked weights wt (inc, outp / lanes, nq, lanes) of a chunk of inc
-// features and outc outputs and, in backward, their gradient gwt: nq = 1 + max(n_basis, order + 1) rows
-// per feature (silu's, the spline rows, zero rows up to order + 1 of them); outp = outc, a multiple of a
+// features and outc outputs and, in backward, their gradient gwt: nq rows per feature, silu's, ns =
+// max(n_basis, order + 1) spline rows (zero rows after n_basis) and in backward the scaler's row (the
+// spline rows then unscaled: the scaler's gradient sums gwt · wt); outp = outc, a multiple of a
 // 64-byte vector of lanes. The forward runs the outputs chunk by chunk (every feature), the backward
 // the features (every output), so wt and gwt stay within kKanCpuChunkBytes unless one vector of
 // outputs or 16 features exceed it. Offsets: multiples of 64 bytes.
 constexpr int64_t kKanCpuChunkBytes = int64_t(16) << 20;
 struct KanCpuLayout {
-  int64_t nq, outc, inc, outp, wt, gwt, total;
+  int64_t ns, nq, outc, inc, outp, wt, gwt, total;
 };
 KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, bool backward);
 // Where the forward's non-finite scan words start in a.work.
