@@ -19,6 +19,13 @@
 namespace swisk::cpu {
 
 constexpr int64_t kAhead = 8;  // repacking: vectors of a parameter row prefetched ahead
+constexpr int64_t kAheadFeatures = 4;  // (un)packing: features whose block of rows is prefetched ahead
+
+// Prefetches the nq rows (of lanes) at w, for reading, or for writing with W.
+template <bool W = false, typename A>
+SK_VEC_INLINE void prefetch_rows(const A* w, int64_t nq, int64_t rs) {
+  for (int64_t r = 0; r < nq; ++r) __builtin_prefetch(w + r * rs, W ? 1 : 0);
+}
 
 // Items per parallel chunk so that a chunk holds at least kMinWork multiply-adds: below that, forking
 // threads costs more than it saves (one small layer runs serially).
@@ -100,7 +107,9 @@ SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
       const V w = c.back ? v[e] : v[e] * vload(s + f * L);
       vstore(c.vec(c.wt, f, ob) + (1 + j) * c.rs, w);
       bad += w - w;
-      if (++j == nb) j = 0, ++f;
+      if (++j < nb) continue;
+      j = 0, ++f;
+      if (f + kAheadFeatures < c.ic) prefetch_rows<true>(c.vec(c.wt, f + kAheadFeatures, ob), c.nq, c.rs);
     }
   }
   return vsum<A>(bad);
@@ -207,7 +216,12 @@ SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs&
       const V g = vload(c.vec(gwt, f, ob) + (1 + j) * c.rs);
       if (p.has_scaler) vstore(ds + f * L, vload(ds + f * L) + g * vload(w + (1 + j) * c.rs));
       v[e] = g * vload(w + sr);
-      if (++j == nb) j = 0, ++f;
+      if (++j < nb) continue;
+      j = 0, ++f;
+      if (f + kAheadFeatures < c.ic) {  // a later feature's blocks: far apart in memory
+        prefetch_rows(c.vec(gwt, f + kAheadFeatures, ob), c.nq, c.rs);
+        prefetch_rows(c.vec(c.wt, f + kAheadFeatures, ob), c.nq, c.rs);
+      }
     }
     vtranspose<A>(v);
     for (int64_t l = 0; l < m; ++l) vstore_part(gsw + (o0 + l) * in * nb + cc, v[l], n);
