@@ -80,7 +80,8 @@ def test_route_rule():
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"  # CPU: by the measured rule
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3) == "fused"  # in chunks within the bound
-    assert routes.kan_route("cpu", 16, 2048, 2048, 8, 3) == "gemm"  # few rows: repacking costs more
+    assert routes.kan_route("cpu", 4, 2048, 2048, 8, 3) == "fused"
+    assert routes.kan_route("cpu", 1, 1000, 1000, 8, 3) == "gemm"  # one row: repacking costs more
     assert routes.kan_route("cpu", 1, 64, 64, 8, 3) == "fused"  # tiny: the GEMM route's fixed costs
     assert routes.kan_route("cpu", 1024, 8, 500_000, 8, 3) == "gemm"  # 8 features' chunk: over 64 MiB
     with swisk.config.using(workspace_bytes=8 << 20):

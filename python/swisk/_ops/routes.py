@@ -24,24 +24,23 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
     return _cpu_rule(rows, in_f, out_f, n_basis, order)
 
 
-# Measured on a 2-core EPYC (torch 2.13, MKL; fwd+bwd fp32, k=3, G=5 unless named, uniform knots,
-# interleaved medians; python -m swisk bench --op kan_linear and the same pairs per size), time of the
-# fused route / time of the gemm route, 1 thread (2 threads):
-#   b1 64->64: 0.80                b8 256->256: 1.86              b16 256->256: 3.07
-#   b32 512->512: 1.39             b48 1000->1000: 1.11 (0.93)    b64 128->128: 1.08 (0.98)
-#   b64 1000->1000: 0.93 (0.83)    b96 256->256: 1.14 (0.87)      b100 1000->1000: 0.81 (0.73)
-#   b128 64->64: 0.79              b128 128->128: 0.88 (0.84)     b128 512->512: 0.82 (0.79)
-#   b256 512->512 G=10: 0.45       b1024 256->256: 0.55           b4096 1024->1024: 0.44 (0.42)
-#   b1 2048->2048: 2.78            b16 2048->2048: 1.94
+# Measured on a 2-core EPYC (torch 2.13, MKL; fwd+bwd fp32, k=3, G=5, uniform knots, interleaved medians
+# of 15 pairs, 2026-11-25, after the repacked weights lost their zero rows and the backward its second
+# read of spline_weight), time of the fused route / time of the gemm route, 1 thread (2 threads):
+#   b1 64->64: 0.64 (0.63)         b1 512->512: 1.13              b1 1000->1000: 1.13 (0.95)
+#   b1 2048->2048: 1.29 (0.94)     b4 512->512: 0.82 (0.73)       b4 2048->2048: 0.92 (0.80)
+#   b8 256->256: 0.79 (0.68)       b8 2048->2048: 0.97            b16 256->256: 0.79 (0.67)
+#   b16 1000->1000: 0.84 (0.80)    b16 2048->2048: 0.98 (0.83)    b32 512->512: 0.77-1.00 (0.72)
+#   b32 1000->1000: 0.74 (0.72)    b48 1000->1000: 0.69 (0.64)    b64 128->128: 0.63 (0.61)
+#   b64 1000->1000: 0.64           b96 256->256: 0.56 (0.57)      b100 1000->1000: 0.59
+#   b128 64->64: 0.61              b128 128->128: 0.54            b128 512->512: 0.53
+#   b1024 256->256 (bench): 0.72 (0.72)
 # The fused kernels do k+2 multiply-adds per (row, feature, output) where the GEMM does n_basis+1, but
-# repack, zero and unpack the weights and their gradient on every call: they win from about 100 rows
-# (64 on layers of 2^19 weights and more), and on tiny layers, where the GEMM route's fixed costs
-# dominate. They run in chunks of outputs (forward) and features (backward) whose repacked weights and
-# gradient take at most 16 MiB (kKanCpuChunkBytes); that must fit the workspace bound (swisk.config
-# workspace_bytes).
-_FUSED_MIN_ROWS = 100
-_FUSED_MIN_ROWS_LARGE = 64
-_LARGE = 1 << 19
+# repack the weights and unpack their gradient on every call: with a single row (or up to 3) that costs
+# more than the GEMM route on all but tiny layers, where the GEMM route's fixed costs dominate. They
+# run in chunks of outputs (forward) and features (backward) whose repacked weights and gradient take
+# at most 16 MiB (kKanCpuChunkBytes); that must fit the workspace bound (swisk.config workspace_bytes).
+_FUSED_MIN_ROWS = 4
 _FUSED_TINY_BYTES = 256 << 10
 
 
@@ -56,7 +55,7 @@ def _fused_bytes(in_f: int, out_f: int, n_basis: int, order: int) -> int:
 def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> str:
     if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
         return "gemm"
-    weights = in_f * (n_basis + 2 * order + 1) * -(-out_f // 16) * 16 * 4
-    if rows >= _FUSED_MIN_ROWS or (rows >= _FUSED_MIN_ROWS_LARGE and in_f * out_f >= _LARGE):
+    if rows >= _FUSED_MIN_ROWS:
         return "fused"
+    weights = in_f * (1 + max(n_basis, order + 1)) * -(-out_f // 16) * 16 * 4  # repacked, fp32
     return "fused" if weights <= _FUSED_TINY_BYTES else "gemm"
