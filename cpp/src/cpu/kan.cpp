@@ -401,7 +401,8 @@ void forward(const KanLinearArgs& a) {
       });
     });
     if (nonfinite) {  // rare: the formulation's 0·inf outside each row's bases (kernels/kan.h)
-      sk_i32* jr = kan_nonfinite_scratch(a, p);
+      std::vector<sk_i32> words(kan_nonfinite_words(p));  // O(out·in), only on this path
+      sk_i32* jr = words.data();
       const SkIdx one{0, 0, 0, 0, 1, 1, 1, 1};
       kan_nonfinite_scan_body<T>(one, p, c.sw, c.sc, jr, jr + 2 * int64_t(p.out) * p.in);
       kan_nonfinite_fix_body<T>(one, p, c.x, c.grid, jr, jr + 2 * int64_t(p.out) * p.in, y);

@@ -34,12 +34,14 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
 #   b32 1000->1000: 0.74 (0.72)    b48 1000->1000: 0.69 (0.64)    b64 128->128: 0.63 (0.61)
 #   b64 1000->1000: 0.64           b96 256->256: 0.56 (0.57)      b100 1000->1000: 0.59
 #   b128 64->64: 0.61              b128 128->128: 0.54            b128 512->512: 0.53
-#   b1024 256->256 (bench): 0.72 (0.72)
+#   b1024 256->256 (bench): 0.72 (0.72)   b64 2048->4096: (0.79)         b256 4096->4096: (0.60)
 # The fused kernels do k+2 multiply-adds per (row, feature, output) where the GEMM does n_basis+1, but
 # repack the weights and unpack their gradient on every call: with a single row (or up to 3) that costs
 # more than the GEMM route on all but tiny layers, where the GEMM route's fixed costs dominate. They
 # run in chunks of outputs (forward) and features (backward) whose repacked weights and gradient take
 # at most 16 MiB (kKanCpuChunkBytes); that must fit the workspace bound (swisk.config workspace_bytes).
+# (Before the non-finite weights' scan took its 2 words per weight only when it runs, that scratch
+# alone kept layers from 2048->4096 up on the GEMM route.)
 _FUSED_MIN_ROWS = 4
 _FUSED_TINY_BYTES = 256 << 10
 

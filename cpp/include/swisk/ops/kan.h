@@ -69,7 +69,8 @@ void kan_linear(const KanLinearArgs& args);
 void kan_linear_backward(const KanLinearBackwardArgs& args);
 
 // Scratch elements the backend needs (forward or backward) for these sizes: its own part (the base),
-// then in forward the words of the non-finite weight scan (kan_nonfinite_words).
+// then in a GPU forward the words of the non-finite weight scan (kan_nonfinite_words; the CPU takes
+// them only when a weight is inf or NaN).
 int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, Backend b,
                              bool backward, bool tf32 = false);
 int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, Backend b,
@@ -87,7 +88,7 @@ struct KanCpuLayout {
   int64_t ns, nq, outc, inc, outp, wt, gwt, total;
 };
 KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, bool backward);
-// Where the forward's non-finite scan words start in a.work.
+// Where a GPU forward's non-finite scan words start in a.work.
 sk_i32* kan_nonfinite_scratch(const KanLinearArgs& a, const KanParams& p);
 
 // Kernel parameters of a validated call.
