@@ -21,20 +21,29 @@ namespace swisk::cpu {
 
 constexpr sk_u32 kBlock = 256;
 
-// The first two words of the draws of columns c .. c + nb of `row` (integer math only).
-SK_CLONES static void draw_block(const SketchParams& p, sk_u32 row, sk_u32 c, sk_u32 nb, sk_u32* w0, sk_u32* w1) {
+// The words of columns c .. c + nb of `row` (integer math only): one draw per four columns (the
+// header's rule) in a vectorised loop, then column e takes words x, y or z, w of draw e / 4.
+SK_CLONES static void draw_block(const SketchParams& p, sk_u32 row, sk_u32 c, sk_u32 nb, sk_u32* __restrict w0,
+                                 sk_u32* __restrict w1) {
+  constexpr sk_u32 kDraws = kBlock / 4 + 1;
+  sk_u32 d[4 * kDraws];  // word q of draw g at q * kDraws + g
+  const sk_u32 g0 = c >> 2, nd = ((c + nb + 3) >> 2) - g0;
+  for (sk_u32 g = 0; g < nd; ++g) {
+    const SkU4 r = sk_sketch_draw(p, g0 + g, row);
+    d[g] = r.x, d[kDraws + g] = r.y, d[2 * kDraws + g] = r.z, d[3 * kDraws + g] = r.w;
+  }
   for (sk_u32 j = 0; j < nb; ++j) {
-    const SkU4 r = sk_sketch_draw(p, c + j, row);
-    w0[j] = r.x;
-    w1[j] = r.y;
+    const sk_u32 e = c + j, at = ((e >> 1) & 1u) * 2 * kDraws + (e >> 2) - g0;
+    w0[j] = d[at];
+    w1[j] = d[at + kDraws];
   }
 }
 
-// The Gaussian entries of one block from its words: branch-free fp32 math (the header's), vectorised
-// per clone.
-SK_CLONES_FLAT static void gaussian_values(const SketchParams& p, const sk_u32* w0, const sk_u32* w1, sk_u32 nb,
-                                           float* v) {
-  for (sk_u32 j = 0; j < nb; ++j) v[j] = sketch_gaussian_value(p, w0[j], w1[j]);
+// The Gaussian entries of columns c .. c + nb from their words: branch-free fp32 math (the header's),
+// vectorised per clone.
+SK_CLONES_FLAT static void gaussian_values(const SketchParams& p, const sk_u32* w0, const sk_u32* w1, sk_u32 c,
+                                           sk_u32 nb, float* v) {
+  for (sk_u32 j = 0; j < nb; ++j) v[j] = sketch_gaussian_value(p, w0[j], w1[j], ((c + j) & 1u) != 0u);
 }
 
 // Rademacher entries of columns c0 .. c0 + nb (nb <= kBlock) of `row`: one draw per group of 128
@@ -68,7 +77,7 @@ static void dense_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
         rademacher_block(p, row, p.c0 + c, nb, v);
       } else {
         draw_block(p, row, p.c0 + c, nb, w0, w1);
-        gaussian_values(p, w0, w1, nb, v);
+        gaussian_values(p, w0, w1, p.c0 + c, nb, v);
       }
       for (sk_u32 j = 0; j < nb; ++j) dst[c + j] = T(v[j]);
     }

@@ -2,7 +2,9 @@
 (int64 arithmetic masked to 32 bits), then the same entry rules as swisk/kernels/sketch.h:
 
     key = (seed mod 2^32, seed >> 32); counter = (column, row, kind id, 0)
-    gaussian     N(0,1)/sqrt(k): Box-Muller sqrt(-2 ln u1) cos(2 pi u2), u = ((word >> 8) + 1) 2^-24
+    gaussian     N(0,1)/sqrt(k): Box-Muller sqrt(-2 ln u1) cos(2 pi u2) (sin for odd columns), u =
+                 ((word >> 8) + 1) 2^-24, the counter (column / 4, row, 0, 0): words 0, 1 for columns
+                 4c and 4c + 1, words 2, 3 for 4c + 2 and 4c + 3
     rademacher   +-1/sqrt(k), negative where bit (column mod 32) of word (column / 32) mod 4 is set, the
                  counter (column / 128, row, 1, 0): one draw gives 128 entries of a row
     sparse_sign  +-1/sqrt(nnz) at nnz distinct rows per column (Floyd's sampling, counter (column, step,
@@ -85,10 +87,12 @@ def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, dev
         word = words.gather(0, ((cols >> 5) & 3).expand(1, k, n))[0]
         out = torch.where((word >> (cols & 31)) & 1 == 1, -s, s).to(torch.float32)
     else:
-        w = philox4x32_10((cols, rows, kid, 0), key)
-        u1 = ((w[0] >> 8) + 1).double() * 2.0**-24
-        u2 = ((w[1] >> 8) + 1).double() * 2.0**-24
-        out = (torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)).float() * s
+        w = torch.stack(philox4x32_10((cols >> 2, rows, kid, 0), key))  # four entries per draw
+        hi = ((cols >> 1) & 1).expand(k, n)
+        u1 = ((w.gather(0, (2 * hi)[None])[0] >> 8) + 1).double() * 2.0**-24
+        u2 = ((w.gather(0, (2 * hi + 1)[None])[0] >> 8) + 1).double() * 2.0**-24
+        trig = torch.where((cols & 1) == 1, torch.sin(2.0 * math.pi * u2), torch.cos(2.0 * math.pi * u2))
+        out = (torch.sqrt(-2.0 * torch.log(u1)) * trig).float() * s
     return out.to(dtype=dtype, device=device)
 
 

@@ -125,10 +125,11 @@ SWISK_FN float sk_cos_2pi_unit(float u) {
   return ((quad + 1) & 2) ? -v : v;
 }
 
-// A Gaussian entry, in fp32, from the first two words of its draw: Box-Muller sqrt(-2 ln u1) cos(2 pi u2).
-SWISK_FN float sketch_gaussian_value(SWISK_CONST SketchParams& p, sk_u32 w0, sk_u32 w1) {
+// A Gaussian entry, in fp32, from two words: Box-Muller's pair sqrt(-2 ln u1) cos(2 pi u2) and (odd)
+// sqrt(-2 ln u1) sin(2 pi u2) = ... cos(2 pi (u2 - 1/4)), u2 - 1/4 exact (multiples of 2^-24).
+SWISK_FN float sketch_gaussian_value(SWISK_CONST SketchParams& p, sk_u32 w0, sk_u32 w1, bool odd) {
   const float u1 = sk_unit_open0(w0), u2 = sk_unit_open0(w1);
-  return sk_sqrt(-2.0f * sk_ln_unit(u1)) * sk_cos_2pi_unit(u2) * p.scale;
+  return sk_sqrt(-2.0f * sk_ln_unit(u1)) * sk_cos_2pi_unit(odd ? u2 - 0.25f : u2) * p.scale;
 }
 
 // Rademacher entries take one bit each: entry (row, col) is negative where bit col mod 32 of word
@@ -139,13 +140,15 @@ SWISK_FN float sketch_rademacher_value(SWISK_CONST SketchParams& p, SkU4 r, sk_u
   return ((w >> (col & 31u)) & 1u) ? -p.scale : p.scale;
 }
 
-// Entry (row, col) of a dense kind: Gaussian from counter (col, row, kind, 0), Rademacher from
-// (col / 128, row, kind, 0).
+// Entry (row, col) of a dense kind: Gaussian from counter (col / 4, row, kind, 0), four entries per
+// draw (words x, y for col mod 4 = 0, 1; z, w for 2, 3; the odd column takes the sine), Rademacher
+// from (col / 128, row, kind, 0).
 template <int K>
 SWISK_FN float sketch_dense_entry(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 col) {
   if (K == SK_SKETCH_rademacher) return sketch_rademacher_value(p, sk_sketch_draw(p, col >> 7, row), col);
-  const SkU4 r = sk_sketch_draw(p, col, row);
-  return sketch_gaussian_value(p, r.x, r.y);
+  const SkU4 r = sk_sketch_draw(p, col >> 2, row);
+  const bool hi = (col & 2u) != 0u;
+  return sketch_gaussian_value(p, hi ? r.z : r.x, hi ? r.w : r.y, (col & 1u) != 0u);
 }
 
 // Sparse-sign column col: nnz distinct rows by Floyd's sampling (step m draws t uniform in [0, j],
