@@ -75,7 +75,8 @@ SK_VEC_INLINE void load_rows(V64<A>* v, const A* r, int64_t stride, int64_t m, i
 
 // wt's vector block ob of the chunk (T = A): lanes x lanes blocks of the parameters' rows transposed in
 // registers, so every load and store is a contiguous vector. s: scratch for the features' scaler
-// vectors (ic · lanes). Returns a sum that is NaN when a scaled spline weight is inf or NaN.
+// vectors (ic · lanes; forward). Returns a sum that is NaN when a (forward: scaled) spline weight is inf
+// or NaN.
 template <typename A>
 SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
   using V = V64<A>;
@@ -92,7 +93,8 @@ SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
     load_rows(v, p.has_scaler ? c.sc + o0 * in + i : nullptr, in, p.has_scaler ? m : 0, nf);
     if (!p.has_scaler) std::fill(v, v + L, V{} + A(1));
     vtranspose<A>(v);
-    for (int64_t e = 0; e < nf; ++e) vstore(c.back ? c.vec(c.wt, f0 + e, ob) + (1 + c.ns) * c.rs : s + (f0 + e) * L, v[e]);
+    for (int64_t e = 0; e < nf; ++e)  // backward: into the scalers' row; forward: to scale the spline rows
+      vstore(c.back ? c.vec(c.wt, f0 + e, ob) + (1 + c.ns) * c.rs : s + (f0 + e) * L, v[e]);
   }
   for (int64_t f = 0; f < c.ic; ++f)  // the zero rows (fewer than K+1 spline rows)
     for (int64_t r = 1 + nb; r <= c.ns; ++r) vstore(c.vec(c.wt, f, ob) + r * c.rs, V{});
