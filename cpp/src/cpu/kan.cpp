@@ -271,7 +271,7 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
                       const Local<K, A, true>* loc, BackScratch<K, A>& s) {
   const KanParams& p = c.p;
   constexpr int64_t L = kLanes<A>;
-  constexpr int G = (K + 2) * 4 + K + 3 <= 32 ? 4 : 2;  // rows per dx_rows call (its registers)
+  constexpr int G = (K + 2) * 4 + K + 5 <= 32 ? 4 : 2;  // rows per dx_rows call (its registers)
   constexpr int NV = (K + 2) * 4 + 4 <= 32 ? 4 : 2;     // vectors per dw_tile
   const int64_t rs = c.rs, vs = c.vs, groups = c.ns + 1 - K;  // row: 1 .. ns - K
   s.lp.resize(nn), s.gp.resize(nn), s.rows.resize(nn), s.start.assign(groups + 1, 0);

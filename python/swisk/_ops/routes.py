@@ -37,13 +37,14 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
 #   b1024 256->256 (bench): 0.72 (0.72)   b64 2048->4096: (0.79)         b256 4096->4096: (0.60)
 # The fused kernels do k+2 multiply-adds per (row, feature, output) where the GEMM does n_basis+1, but
 # repack the weights and unpack their gradient on every call: with a single row (or up to 3) that costs
-# more than the GEMM route on all but tiny layers, where the GEMM route's fixed costs dominate. They
-# run in chunks of outputs (forward) and features (backward) whose repacked weights and gradient take
-# at most 16 MiB (kKanCpuChunkBytes); that must fit the workspace bound (swisk.config workspace_bytes).
+# more than the GEMM route on all but tiny layers (scratch within 512 KiB), where the GEMM route's
+# fixed costs dominate. They run in chunks of outputs (forward) and features (backward) whose repacked
+# weights and gradient take at most 16 MiB (kKanCpuChunkBytes); that must fit the workspace bound
+# (swisk.config workspace_bytes).
 # (Before the non-finite weights' scan took its 2 words per weight only when it runs, that scratch
 # alone kept layers from 2048->4096 up on the GEMM route.)
 _FUSED_MIN_ROWS = 4
-_FUSED_TINY_BYTES = 256 << 10
+_FUSED_TINY_BYTES = 512 << 10  # the fused kernels' scratch of a tiny layer (b1 64->64: 0.33 MiB)
 
 
 @functools.lru_cache(maxsize=256)
@@ -59,5 +60,4 @@ def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> str
         return "gemm"
     if rows >= _FUSED_MIN_ROWS:
         return "fused"
-    weights = in_f * (1 + max(n_basis, order + 1)) * -(-out_f // 16) * 16 * 4  # repacked, fp32
-    return "fused" if weights <= _FUSED_TINY_BYTES else "gemm"
+    return "fused" if _fused_bytes(in_f, out_f, n_basis, order) <= _FUSED_TINY_BYTES else "gemm"
