@@ -108,3 +108,29 @@ def test_every_stated_goal_is_checked():
         assert bool(case.goal) == bool(case.targets), (case.op, case.label)
         for dev in ("cpu", "cuda", "mps"):
             check_goals({}, case, torch.device(dev))
+
+
+@pytest.mark.skipif(not runner._linux(), reason="the CPU peak is read from /proc (Linux)")
+def test_fwd_bwd_peak_counts_the_gradients_and_working_memory_does_not():
+    """Each side's measured step allocates its gradients afresh (the warm-up's are dropped first); the
+    working ratio compares what each side spends beyond them. Here the reference's forward also
+    allocates a 64 MiB temporary that swisk's side does not."""
+    from swisk.bench.cases import Case
+
+    n = 2048  # a 16 MiB weight: its gradient is 16 MiB on both sides
+
+    def setup(device, dtype, gen):
+        return {"x": torch.randn(4, n, generator=gen).requires_grad_(),
+                "w": torch.randn(n, n, generator=gen).requires_grad_()}
+
+    def wasteful(a):
+        t = torch.ones(4 * n, n)  # 64 MiB, touched
+        return a["x"] @ a["w"] + t[:4].sum() * 0
+
+    case = Case("op", "x", setup, run=lambda a: a["x"] @ a["w"], reference=wasteful, grads=("x", "w"))
+    row = runner.measure_memory({}, case, torch.device("cpu"), torch.float32)
+    mib = 2**20
+    assert row["grad_bytes"] == (n * n + 4 * n) * 4
+    assert 15 * mib < row["swisk_fwdbwd_peak_bytes"] < 24 * mib
+    assert 63 * mib < row["reference_fwdbwd_peak_bytes"] < 90 * mib
+    assert row["fwdbwd_working_ratio"] < 0.1 < 0.18 < row["fwdbwd_memory_ratio"] < 0.4

@@ -86,6 +86,7 @@ KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t nb, int order, DTyp
   const int64_t lanes = d == DType::f64 ? 8 : 16, elem = d == DType::f64 ? 8 : 4;
   const auto up = [&](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
   KanCpuLayout l{};
+  const int64_t bound = kan_cpu_chunk_bytes(in, out, nb, elem);
   l.ns = std::max<int64_t>(nb, int64_t(order) + 1);
   l.nq = 1 + l.ns + (backward ? 1 : 0);
   // Forward: chunks of outputs, whole register tiles (4 vectors) where the bound allows; backward:
@@ -93,9 +94,9 @@ KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t nb, int order, DTyp
   if (backward) {
     const int64_t per_feature = std::max<int64_t>(1, l.nq * up(out, lanes) * elem * 2);
     l.outc = l.outp = up(out, lanes);
-    l.inc = std::min(std::max<int64_t>(16, kKanCpuChunkBytes / per_feature / 16 * 16), in);
+    l.inc = std::min(std::max<int64_t>(16, bound / per_feature / 16 * 16), in);
   } else {
-    const int64_t per_out = std::max<int64_t>(1, in * l.nq * elem), chunk = kKanCpuChunkBytes / per_out;
+    const int64_t per_out = std::max<int64_t>(1, in * l.nq * elem), chunk = bound / per_out;
     l.inc = in;
     l.outc = l.outp = std::min(chunk >= 4 * lanes ? chunk / (4 * lanes) * (4 * lanes)
                                                   : std::max<int64_t>(lanes, chunk / lanes * lanes),

@@ -10,7 +10,7 @@
 // rows of a tile are grouped by knot interval, so in a group the order+2 weight and gradient rows are
 // fixed: dx from dot products of gy with those rows, the weight gradient summed in registers.
 // Both run chunk by chunk (kan_repack.h): the forward over chunks of outputs, the backward over chunks
-// of features, each chunk's repacked weights and gradient within kKanCpuChunkBytes.
+// of features, each chunk's repacked weights and gradient within kan_cpu_chunk_bytes (kan.h).
 #include "swisk/ops/kan.h"
 
 #include <algorithm>

@@ -39,8 +39,8 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
 # repack the weights and unpack their gradient on every call: with a single row (or up to 3) that costs
 # more than the GEMM route on all but tiny layers (scratch within 512 KiB), where the GEMM route's
 # fixed costs dominate. They run in chunks of outputs (forward) and features (backward) whose repacked
-# weights and gradient take at most 16 MiB (kKanCpuChunkBytes); that must fit the workspace bound
-# (swisk.config workspace_bytes).
+# weights and gradient take a quarter of the layer's weights, 4 to 16 MiB (kan_cpu_chunk_bytes); that
+# must fit the workspace bound (swisk.config workspace_bytes).
 # (Before the non-finite weights' scan took its 2 words per weight only when it runs, that scratch
 # alone kept layers from 2048->4096 up on the GEMM route.)
 _FUSED_MIN_ROWS = 4

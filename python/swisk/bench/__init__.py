@@ -44,7 +44,7 @@ def _fmt_ratio(v):
 
 def table(rows: list) -> str:
     head = (f"{'op':<16} {'case':<26} {'dtype':<8} {'fwd ms':>9} {'ref':>9} {'speedup':>8} "
-            f"{'f+b ms':>9} {'ref':>9} {'speedup':>8} {'peak MB':>8} {'ref MB':>8} {'mem':>7}")
+            f"{'f+b ms':>9} {'ref':>9} {'speedup':>8} {'peak MB':>8} {'ref MB':>8} {'mem':>7} {'work':>7}")
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
@@ -52,7 +52,8 @@ def table(rows: list) -> str:
             f"{_fmt_ms(r.get('reference_fwd_ms'))} {_fmt_x(r.get('fwd_speedup')):>8} "
             f"{_fmt_ms(r.get('swisk_fwdbwd_ms'))} {_fmt_ms(r.get('reference_fwdbwd_ms'))} "
             f"{_fmt_x(r.get('fwdbwd_speedup')):>8} {_fmt_mb(r.get('swisk_fwdbwd_peak_bytes'))} "
-            f"{_fmt_mb(r.get('reference_fwdbwd_peak_bytes'))} {_fmt_ratio(r.get('fwdbwd_memory_ratio')):>7}")
+            f"{_fmt_mb(r.get('reference_fwdbwd_peak_bytes'))} {_fmt_ratio(r.get('fwdbwd_memory_ratio')):>7} "
+            f"{_fmt_ratio(r.get('fwdbwd_working_ratio')):>7}")
         extra = [f"{k}={r[k]}" for k in ("route", "route_auto", "threads") if r.get(k)]
         extra += [f"{k}={r[k]:.3g}" for k in ("swisk_fwd_tflops", "swisk_fwdbwd_tflops", "swisk_fwdbwd_useful_tflops",
                                               "fwdbwd_matmul_fraction", "swisk_fwd_gbps", "swisk_fwd_gevals_per_s",

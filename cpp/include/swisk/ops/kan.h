@@ -81,9 +81,15 @@ int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t n_basis, int or
 // max(n_basis, order + 1) spline rows (zero rows after n_basis) and in backward the scaler's row (the
 // spline rows then unscaled: the scaler's gradient sums gwt · wt); outp = outc, a multiple of a
 // 64-byte vector of lanes. The forward runs the outputs chunk by chunk (every feature), the backward
-// the features (every output), so wt and gwt stay within kKanCpuChunkBytes unless one vector of
+// the features (every output), so wt and gwt stay within kan_cpu_chunk_bytes unless one vector of
 // outputs or 16 features exceed it. Offsets: multiples of 64 bytes.
-constexpr int64_t kKanCpuChunkBytes = int64_t(16) << 20;
+// The chunk bound: a quarter of the layer's weights (base, spline, scaler), within 4 to 16 MiB, so the
+// kernels' working memory stays a fraction of the weights' (bench: fwd+bwd working memory).
+constexpr int64_t kKanCpuChunkMin = int64_t(4) << 20, kKanCpuChunkMax = int64_t(16) << 20;
+inline int64_t kan_cpu_chunk_bytes(int64_t in, int64_t out, int64_t n_basis, int64_t elem) {
+  const int64_t quarter = in * out * (n_basis + 2) * elem / 4;
+  return quarter < kKanCpuChunkMin ? kKanCpuChunkMin : quarter > kKanCpuChunkMax ? kKanCpuChunkMax : quarter;
+}
 struct KanCpuLayout {
   int64_t ns, nq, outc, inc, outp, wt, gwt, total;
 };
