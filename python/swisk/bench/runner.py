@@ -210,14 +210,15 @@ def check_goals(row: dict, case: Case, device: torch.device) -> dict:
 def measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dtype, seed: int = 0) -> dict:
     """Peak memory of one forward and one forward+backward after a warm-up (adds to row). The warm-up's
     gradients are dropped before the measured step, so its peak counts the gradients it returns, as a
-    training step with zero_grad(set_to_none=True) has it; grad_bytes are those gradients (the same on
-    both sides) and the working ratio compares the peaks without them: the memory an op spends beyond
-    its outputs. On the CPU this runs after every timing: it makes glibc return freed memory, which
-    would slow timed allocations."""
+    training step with zero_grad(set_to_none=True) has it; grad_bytes are those gradients where both
+    sides return the same ones, and the working ratio compares the peaks without them: the memory an
+    op spends beyond its outputs. On the CPU this runs after every timing: it makes glibc return freed
+    memory, which would slow timed allocations."""
     if device.type == "cpu":
         _return_freed_memory()
     gen = torch.Generator().manual_seed(seed)
     inputs = case.setup(device, dtype, gen)
+    grad_bytes: dict = {}
     for name, fn in (("swisk", case.run), ("reference", case.reference)):
         grad_out: dict = {}
         if row.get(f"{name}_error"):
@@ -228,7 +229,7 @@ def measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dty
         for phase, step in steps:
             step()  # warm-up: lazy initialisation stays out of the peak
             if phase == "fwdbwd":
-                row["grad_bytes"] = sum(inputs[k].grad.nbytes for k in case.grads if inputs[k].grad is not None)
+                grad_bytes[name] = sum(inputs[k].grad.nbytes for k in case.grads if inputs[k].grad is not None)
                 for k in case.grads:
                     inputs[k].grad = None
             with PeakMemory(device) as m:
@@ -238,6 +239,8 @@ def measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dty
         sm, rm = row.get(f"swisk_{phase}_peak_bytes"), row.get(f"reference_{phase}_peak_bytes")
         if sm is not None and rm:
             row[f"{phase}_memory_ratio"] = sm / rm
+    if "swisk" in grad_bytes and grad_bytes.get("reference") == grad_bytes["swisk"]:  # not so against a
+        row["grad_bytes"] = grad_bytes["swisk"]  # peer module, whose own parameters take its gradients
     g = row.get("grad_bytes")
     sm, rm = row.get("swisk_fwdbwd_peak_bytes"), row.get("reference_fwdbwd_peak_bytes")
     if g is not None and sm is not None and rm is not None and rm > g:
