@@ -209,6 +209,36 @@ def test_backward_is_the_exact_transpose(backend, rng, kind):
     torch.testing.assert_close(x.grad.cpu(), gy @ S, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_backward_reuses_the_forwards_single_tile(monkeypatch, rng, kind):
+    """One tile: the backward multiplies by the forward's S (no second generation) and takes it off x;
+    in several tiles it regenerates them. Either way the exact transpose, in fp64 to 1e-12; a held S
+    of another seed or size is not used."""
+    calls = []
+    tile = sketch_ops._tile
+    monkeypatch.setattr(sketch_ops, "_tile", lambda *a: calls.append(a[4:]) or tile(*a))
+    S = swisk.ops.sketch_matrix(kind, 6, 300, 8, torch.float64, nnz=3)
+    gy = torch.randn(4, 6, generator=rng, dtype=torch.float64)
+    for budget, tiles in ((1 << 26, 1), (6 * 8 * 64, 5)):  # the default bound; 64 columns of k = 6
+        x = torch.randn(4, 300, generator=rng, dtype=torch.float64, requires_grad=True)
+        calls.clear()
+        with swisk.config.using(workspace_bytes=budget):
+            y = swisk.ops.sketch(x, kind, 6, 8, nnz=3)
+            assert len(calls) == tiles
+            y.backward(gy)
+        assert len(calls) == (1 if tiles == 1 else 2 * tiles)
+        assert getattr(x, "_swisk_sketch", None) is None
+        torch.testing.assert_close(x.grad, gy @ S, rtol=1e-12, atol=1e-12)
+    x = torch.randn(4, 300, generator=rng, dtype=torch.float64, requires_grad=True)
+    with torch.no_grad():
+        swisk.ops.sketch(x, kind, 6, 8, nnz=3)
+    assert getattr(x, "_swisk_sketch", None) is None  # nothing held without a backward to come
+    y = swisk.ops.sketch(x, kind, 6, 8, nnz=3)
+    x._swisk_sketch = (x._swisk_sketch[0][:3] + (9, 3), torch.zeros(6, 300, dtype=torch.float64))  # seed 9's
+    y.backward(gy)
+    torch.testing.assert_close(x.grad, gy @ S, rtol=1e-12, atol=1e-12)
+
+
 def test_forward_mode_and_vmap(rng):
     x = torch.randn(4, 30, generator=rng, dtype=torch.float64)
     t = torch.randn(4, 30, generator=rng, dtype=torch.float64)

@@ -1,13 +1,14 @@
 """The sketch family: seeded operators S (k x n) whose entries are a pure function of (seed, row,
 column). sketch_matrix generates a tile of S in swisk's kernels; sketch (x S^T) and its transpose
-(g S) multiply bounded column tiles of S with torch's GEMM and regenerate S in the backward."""
+(g S) multiply bounded column tiles of S with torch's GEMM. The backward reuses the forward's S when
+it was one tile (within the workspace bound), else regenerates it."""
 from __future__ import annotations
 
 import torch
 
 from .. import _C, config
 from ..reference import sketch as ref
-from .define import OpSpec, _run, define, invoke, wrapper
+from .define import OpSpec, _run, define, invoke, recording, wrapper
 
 SKETCHES = tuple(_C.sketch_names().split(", "))  # the kernel header's list, in id order
 MAX_NNZ = _C.sketch_max_nnz()
@@ -40,11 +41,35 @@ def _tile(like, kind, k, n, seed, c0, c1, nnz):
     return _run(SKETCH_MATRIX, sketch_matrix_op._swisk_prepared, (like, kind, k, n, seed, 0, k, c0, c1, nnz))
 
 
+def _hold(x, key, s) -> None:
+    """Holds the forward's whole S on x for the backward of the same call (S is a pure function of
+    key, so whatever finds it there may use it); the backward takes it off."""
+    try:
+        x._swisk_sketch = (key, s)
+    except (AttributeError, RuntimeError):  # tensors that take no attributes: backward regenerates
+        pass
+
+
+def _held(x, key, like):
+    """The S held on x for key in like's dtype and device, taken off x; else None."""
+    held = getattr(x, "_swisk_sketch", None)
+    if held is None:
+        return None
+    x._swisk_sketch = None
+    s = held[1]
+    return s if held[0] == key and s.dtype == like.dtype and s.device == like.device else None
+
+
 def _sketch_tiles(tensors, scalars):
     (x,), (kind, k, seed, nnz) = tensors, scalars
     n = x.shape[-1]
     x2, like = x.reshape(-1, n), x.new_empty(0)
     step = _tile_cols(k, n, x.element_size())
+    if step >= n:  # one tile, the whole S: the backward of this call reuses it
+        s = _tile(like, kind, k, n, seed, 0, n, nnz)
+        if recording():
+            _hold(x, (kind, k, n, seed, nnz), s)
+        return (x2 @ s.T).reshape(*x.shape[:-1], k)
     y = None
     for c0 in range(0, n, step):
         c1 = min(n, c0 + step)
@@ -70,7 +95,14 @@ def _transpose_tiles(tensors, scalars):
 
 def _sketch_backward(need, saved, scalars, grads):
     kind, k, seed, nnz = scalars
-    return (invoke(sketch_transpose_op, grads[0], kind, saved[0].shape[-1], seed, nnz) if need[0] else None,)
+    x, g = saved[0], grads[0]
+    n = x.shape[-1]
+    s = _held(x, (kind, k, n, seed, nnz), g)
+    if not need[0]:
+        return (None,)
+    if s is not None:  # g S with the forward's S (a plain product: double backward through torch)
+        return ((g.reshape(-1, k) @ s).reshape(*g.shape[:-1], n),)
+    return (invoke(sketch_transpose_op, g, kind, n, seed, nnz),)
 
 
 def _transpose_backward(need, saved, scalars, grads):
@@ -234,8 +266,9 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
     """x (..., n) -> x S^T (..., k) with S = sketch_matrix(kind, k, n, seed, x.dtype, x.device, nnz).
 
     S is generated in column tiles of at most swisk.config's workspace_bytes and multiplied by torch's
-    GEMM; it is never held whole when larger. The gradient is the exact transpose (g S, regenerated),
-    itself differentiable (double backward); forward-mode tangents are the sketch of the tangent.
+    GEMM; it is never held whole when larger. The gradient is the exact transpose (g S, with the
+    forward's S when it was one tile, else regenerated), itself differentiable (double backward);
+    forward-mode tangents are the sketch of the tangent.
 
     Args:
         x: (..., n) floating tensor.
