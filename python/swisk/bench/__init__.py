@@ -58,6 +58,8 @@ def table(rows: list) -> str:
         extra += [f"{k}={r[k]:.3g}" for k in ("swisk_fwd_tflops", "swisk_fwdbwd_tflops", "swisk_fwdbwd_useful_tflops",
                                               "fwdbwd_matmul_fraction", "swisk_fwd_gbps", "swisk_fwd_gevals_per_s",
                                               "swisk_fwd_us_per_call", "swisk_fwdbwd_us_per_call") if r.get(k)]
+        extra += [f"{k}={r[k]}" for k in ("swisk_params", "reference_params", "swisk_stored", "reference_stored")
+                  if r.get(k)]
         extra += [f"{k}={r[k]}" for k in ("swisk_error", "reference_error") if r.get(k)]
         if r.get("goal"):
             met = {True: " [met]", False: " [missed]"}.get(r.get("goal_met"), "")

@@ -87,3 +87,31 @@ CASES.append(Case("sketched_linear", "b256 2048->1024 T=8 r=128 seeded vs stored
                   grads=("x",), quick=False,
                   goal="fwd+bwd of the seeded layer >= 0.9x the stored one's",
                   targets=("fwdbwd_speedup >= 0.9",)))
+
+
+def _dense_setup(batch, fin, fout, t, r):
+    def setup(device, dtype, gen):
+        from ..nn import SKLinear
+        torch.manual_seed(0)
+        x = torch.randn(batch, fin, generator=gen, dtype=torch.float64).to(device, dtype).requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            layer = SKLinear(fin, fout, t, r, dtype=dtype, device=device)
+        return {"x": x, "layer": layer, "dense": torch.nn.Linear(fin, fout, dtype=dtype, device=device)}
+    return setup
+
+
+def _sizes(a, device):
+    """Trainable parameters and stored elements (parameters and buffers) of each side's layer."""
+    count = lambda ts: sum(t.numel() for t in ts)  # noqa: E731
+    return {f"{side}_{what}": count(ts) for side, m in (("swisk", a["layer"]), ("reference", a["dense"]))
+            for what, ts in (("params", [p for p in m.parameters() if p.requires_grad]),
+                             ("stored", [*m.parameters(), *m.buffers()]))}
+
+
+# SKLinear (Panther's default: stored U1s/U2s) against the dense nn.Linear it replaces, at Panther's
+# tutorial sizes: speed, peak memory and sizes (these sizes have more parameters than the dense layer).
+CASES += [Case("sketched_linear", f"b256 {fin}->{fout} T={t} r={r} SKLinear vs nn.Linear",
+               _dense_setup(256, fin, fout, t, r), run=_layer_run("layer"), reference=_layer_run("dense"),
+               grads=("x",), quick=False, info=_sizes)
+          for fin, fout, t, r in ((2048, 1024, 8, 128), (1024, 512, 6, 96))]
