@@ -149,15 +149,17 @@ def test_half_precision_non_contiguous_and_empty(backend, rng, dtype):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_column_tiles_are_bounded(monkeypatch, rng, kind):
-    """A small workspace: S comes in many column tiles, none past the workspace; same result."""
+    """A small workspace: S comes in many column tiles, none past the workspace, each direction's tiles
+    in one reused buffer; same result."""
     x = torch.randn(5, 1000, generator=rng, dtype=torch.float64)
     want = swisk.ops.sketch(x, kind, 8, 1, nnz=2)
-    shapes = []
+    shapes, buffers = [], []
     tile = sketch_ops._tile
 
     def spy(*args):
         out = tile(*args)
         shapes.append(tuple(out.shape))
+        buffers.append(out.untyped_storage().data_ptr())
         return out
 
     monkeypatch.setattr(sketch_ops, "_tile", spy)
@@ -166,6 +168,7 @@ def test_column_tiles_are_bounded(monkeypatch, rng, kind):
         g = torch.randn(5, 8, generator=rng, dtype=torch.float64)
         gx = torch.ops.swisk.sketch_transpose(g, kind, 1000, 1, 2)
     assert len(shapes) == 2 * 16 and max(r * c for r, c in shapes) <= 8 * 64
+    assert len(set(buffers[:16])) == 1 and len(set(buffers[16:])) == 1
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(gx, g @ swisk.ops.sketch_matrix(kind, 8, 1000, 1, torch.float64, nnz=2))
 

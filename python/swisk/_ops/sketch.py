@@ -36,9 +36,11 @@ def _tile_cols(rows: int, n: int, elem: int) -> int:
     return max(1, min(n, config.get("workspace_bytes") // max(1, rows * elem)))
 
 
-def _tile(like, kind, k, n, seed, c0, c1, nnz):
-    """S[:, c0:c1] as (k, c1 - c0) in like's dtype and device (the generation kernel, no dispatcher)."""
-    return _run(SKETCH_MATRIX, sketch_matrix_op._swisk_prepared, (like, kind, k, n, seed, 0, k, c0, c1, nnz))
+def _tile(like, kind, k, n, seed, c0, c1, nnz, buf=None):
+    """S[:, c0:c1] as (k, c1 - c0) in like's dtype and device (the generation kernel, no dispatcher),
+    written into the front of buf when given."""
+    outs = None if buf is None else [buf[:k * (c1 - c0)].view(k, c1 - c0)]
+    return _run(SKETCH_MATRIX, sketch_matrix_op._swisk_prepared, (like, kind, k, n, seed, 0, k, c0, c1, nnz), outs)
 
 
 def _hold(x, key, s) -> None:
@@ -70,10 +72,10 @@ def _sketch_tiles(tensors, scalars):
         if recording():
             _hold(x, (kind, k, n, seed, nnz), s)
         return (x2 @ s.T).reshape(*x.shape[:-1], k)
-    y = None
+    y, buf = None, x.new_empty(k * step)  # one tile's memory, reused
     for c0 in range(0, n, step):
         c1 = min(n, c0 + step)
-        s = _tile(like, kind, k, n, seed, c0, c1, nnz)
+        s = _tile(like, kind, k, n, seed, c0, c1, nnz, buf)
         y = x2[:, c0:c1] @ s.T if y is None else y.addmm_(x2[:, c0:c1], s.T)
     return y.reshape(*x.shape[:-1], k)
 
@@ -86,10 +88,10 @@ def _transpose_tiles(tensors, scalars):
     if step >= n:
         out = g2 @ _tile(like, kind, k, n, seed, 0, n, nnz)
     else:
-        out = g2.new_empty(g2.shape[0], n)
+        out, buf = g2.new_empty(g2.shape[0], n), g2.new_empty(k * step)
         for c0 in range(0, n, step):
             c1 = min(n, c0 + step)
-            torch.mm(g2, _tile(like, kind, k, n, seed, c0, c1, nnz), out=out[:, c0:c1])
+            torch.mm(g2, _tile(like, kind, k, n, seed, c0, c1, nnz, buf), out=out[:, c0:c1])
     return out.reshape(*g.shape[:-1], n)
 
 
