@@ -7,7 +7,8 @@ namespace swisk::SWISK_CUDA_NS {
 
 template <sk_i32 M, typename T>
 __global__ void bspline_expand_kernel(BsplineParams p, const T* x, const T* grid, T* out) {
-  bspline_expand_body<M, T>(cuda_idx(), p, x, grid, out);
+  SWISK_SHARED(typename sk_acc<T>::type, stage, SWISK_BSPLINE_STAGE);
+  bspline_expand_staged_body<M, T>(cuda_idx(), p, x, grid, out, stage);
 }
 
 template <sk_i32 M, typename T>
@@ -27,7 +28,7 @@ void dispatch_bucket(const BsplineParams& p, F&& f) {
 
 static void expand(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
-  const dim3 grid = to_dim3(bspline_basis_grid(p)), block(SWISK_STRIDE_THREADS);
+  const dim3 grid = to_dim3(bspline_expand_grid(p)), block(SWISK_STRIDE_THREADS);
   const DeviceGuard guard("bspline_expand", a.x);
   dispatch_float<false>(a.x.dtype, "bspline_expand", [&](auto tag) {
     using T = decltype(tag);

@@ -13,7 +13,7 @@ static std::string family(const char* name, const BsplineParams& p) {
 
 static void expand(const BsplineBasisArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
-  submit(a.launch, make_plan(a, family("bspline_expand", p).c_str(), p, bspline_basis_grid(p), SWISK_STRIDE_THREADS,
+  submit(a.launch, make_plan(a, family("bspline_expand", p).c_str(), p, bspline_expand_grid(p), SWISK_STRIDE_THREADS,
                              1, {&a.x, &a.grid, &a.out}));
 }
 

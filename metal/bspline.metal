@@ -7,7 +7,8 @@ template <sk_i32 M, typename T>
 kernel void bspline_expand_k(device const T* x [[buffer(0)]], device const T* grid [[buffer(1)]],
                              device T* out [[buffer(2)]], constant BsplineParams& p [[buffer(3)]],
                              SWISK_METAL_COORDS) {
-  bspline_expand_body<M, T>(SWISK_METAL_IDX, p, x, grid, out);
+  SWISK_SHARED(typename sk_acc<T>::type, stage, SWISK_BSPLINE_STAGE);
+  bspline_expand_staged_body<M, T>(SWISK_METAL_IDX, p, x, grid, out, stage);
 }
 
 template <sk_i32 M, typename T>

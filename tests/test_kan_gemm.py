@@ -152,6 +152,28 @@ def test_kan_expand_matches_reference(backend, rng, order, derivative, base):
     assert ((gx[ok].double() - gw[ok]).abs().max() / gw[ok].abs().max().clamp_min(1)).item() <= 4 * tol
 
 
+@pytest.mark.parametrize("emu", ["cuda-emu", "metal-emu"])
+def test_gpu_expansion_stored_through_staged_tiles(rng, emu):
+    """The GPU expansion stages tiles of f = min(256, 4096 // n_basis) (row, feature) elements and
+    stores each tile's spline columns one per thread: tiles crossing rows (in = 300 with f = 124 at
+    n_basis 33; in = 3 < f = 256, several rows per tile), a last partial tile, n_basis past the stage
+    (4103: direct stores), NaN inputs, with and without silu's columns; against the reference."""
+    if emu not in testing.backend_ids():
+        pytest.skip(f"{emu} is not built here")
+    for rows, fin, g in ((7, 300, 30), (29, 3, 5), (2, 3, 4100)):
+        h = 2.0 / g
+        grid = (torch.arange(-3, g + 4, dtype=torch.float64) * h - 1).expand(fin, -1).contiguous()
+        x = torch.rand(rows, fin, generator=rng, dtype=torch.float64) * 2.4 - 1.2
+        x[rows // 2, fin // 2] = float("nan")
+        for base in (True, False):
+            want = reference.kan_expand(x, grid, 3, 0, base)
+            with testing.backend(emu):
+                got = swisk.ops.kan_expand(x.float(), grid.float(), 3, 0, base).double()
+            assert got.shape == want.shape and torch.equal(got.isnan(), want.isnan())
+            fin_ = want.isfinite()
+            assert (got[fin_] - want[fin_]).abs().max().item() <= (1e-6 if g < 100 else 1e-4), (rows, fin, g)
+
+
 def test_expansion_derivatives_of_every_order(rng):
     """bspline_basis and kan_expand differentiate to any order: gradcheck, gradgradcheck, and the
     derivative parameter equals autograd's derivative of the order below."""

@@ -23,8 +23,8 @@ struct BsplineParams {
   sk_u32 width;    // row length: base*in + in*n_basis
 };
 
-// Launch geometry of both expansion kernels: SWISK_STRIDE_THREADS threads per block, grid-stride over
-// every (row, feature).
+// Launch geometry of the contraction kernel (and the direct expansion): SWISK_STRIDE_THREADS threads
+// per block, grid-stride over every (row, feature). The GPUs' expansion: bspline_expand_grid.
 SWISK_HD SkGrid bspline_basis_grid(BsplineParams p) { return sk_stride_grid(sk_u64(p.rows) * p.in); }
 
 // The register-array bound M (a template parameter of the kernels) for a spline order on GPUs.
@@ -211,6 +211,65 @@ SWISK_FN void bspline_expand_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_
     }
   }
 }
+
+// The GPU expansion, staged so its stores are coalesced: a block takes f consecutive (row, feature)
+// elements (bspline_stage_elems), each thread writes its element's n_basis values to stage, then the
+// block stores the tile's spline columns (consecutive in out within a row) one column per thread.
+// The direct body above stores n_basis values per thread at a stride of n_basis elements: n_basis
+// times the memory transactions. n_basis past SWISK_BSPLINE_STAGE takes the direct body. Needs block
+// barriers (GPU dialects and the emulators).
+#define SWISK_BSPLINE_STAGE 4096
+SWISK_HD sk_u32 bspline_stage_elems(sk_u32 n_basis) {
+  const sk_u32 f = n_basis == 0 ? SWISK_STRIDE_THREADS : SWISK_BSPLINE_STAGE / n_basis;
+  return f < SWISK_STRIDE_THREADS ? (f == 0 ? 1 : f) : SWISK_STRIDE_THREADS;
+}
+SWISK_HD SkGrid bspline_expand_grid(BsplineParams p) {
+  const sk_u64 tiles = sk_tiles(sk_u64(p.rows) * p.in, bspline_stage_elems(p.n_basis));
+  return sk_tile_grid(tiles > 4096 ? 4096 : tiles, 1);
+}
+
+#if defined(SWISK_BARRIER)
+template <sk_i32 M, typename T>
+SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
+                                         SWISK_GLOBAL const T* grid, SWISK_GLOBAL T* out,
+                                         SWISK_TG typename sk_acc<T>::type* stage) {
+  typedef typename sk_acc<T>::type A;
+  if (p.n_basis > SWISK_BSPLINE_STAGE) {
+    bspline_expand_body<M, T>(id, p, x, grid, out);
+    return;
+  }
+  const sk_u64 total = sk_u64(p.rows) * p.in, f = bspline_stage_elems(p.n_basis), nb = p.n_basis;
+  const sk_u64 row_cols = sk_u64(p.in) * nb, tiles = sk_tiles(total, sk_u32(f));
+  for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {  // the same trip count for the whole block
+    const sk_u64 e0 = tile * f, cnt = total - e0 < f ? total - e0 : f;
+    if (id.tx < cnt) {
+      const sk_u64 e = e0 + id.tx, n = e / p.in, i = e % p.in;
+      SWISK_GLOBAL const T* g = grid + i * p.n_knots;
+      const A xv = A(x[e]);
+      A v[M + 1];
+      const sk_i32 span = bspline_local_m<M>(xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
+      const bool ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
+      if (p.base) out[n * p.width + i] = T(sk_silu_deriv(xv, sk_i32(p.deriv)));
+      for (sk_i32 j = 0; j < sk_i32(nb); ++j) {
+        const A b = bspline_pick_m<M>(v, span, j);
+        stage[sk_u64(id.tx) * nb + j] = ok ? b : sk_nan(b);
+      }
+    }
+    SWISK_BARRIER();
+    // The tile starts at spline column c0 of row n0; a column c past the row's end is in row n0 + c / row_cols.
+    const sk_u64 n0 = e0 / p.in, c0 = (e0 % p.in) * nb, spline = sk_u64(p.base) * p.in;
+    for (sk_u64 q = id.tx; q < cnt * nb; q += id.bdx) {
+      sk_u64 c = c0 + q, r = 0;
+      if (c >= row_cols) {
+        r = c / row_cols;
+        c -= r * row_cols;
+      }
+      out[(n0 + r) * p.width + spline + c] = T(stage[q]);
+    }
+    SWISK_BARRIER();
+  }
+}
+#endif
 
 // gx[n, i] = sum over feature i's columns c of grad[n, c] times the expanded operand of derivative
 // order deriv at x[n, i] (the backward of an expansion of order deriv - 1).
