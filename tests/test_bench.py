@@ -134,3 +134,14 @@ def test_fwd_bwd_peak_counts_the_gradients_and_working_memory_does_not():
     assert 15 * mib < row["swisk_fwdbwd_peak_bytes"] < 24 * mib
     assert 63 * mib < row["reference_fwdbwd_peak_bytes"] < 90 * mib
     assert row["fwdbwd_working_ratio"] < 0.1 < 0.18 < row["fwdbwd_memory_ratio"] < 0.4
+
+
+def test_bytes_are_scaled_to_the_rows_dtype():
+    """A case's bytes count 4 per element: a bf16 row moves half of them (its GB/s says so)."""
+    from swisk.bench.cases import Case
+
+    case = Case("op", "x", lambda device, dtype, gen: {"x": torch.randn(64, 64, generator=gen).to(dtype)},
+                run=lambda a: a["x"] * 2, reference=lambda a: a["x"] + a["x"], bytes=4.0 * 2 * 64 * 64)
+    for dtype, elem in ((torch.float32, 4), (torch.bfloat16, 2)):
+        row = runner.measure(case, torch.device("cpu"), dtype, reps=2)
+        assert row["swisk_fwd_gbps"] * row["swisk_fwd_ms"] * 1e6 == pytest.approx(elem * 2 * 64 * 64)

@@ -16,7 +16,7 @@ class Case:
     reference: Callable[[dict], torch.Tensor]  # the pure-torch formulation
     grads: tuple = ()                         # names of inputs that need gradients (forward+backward rows)
     flops: Optional[float] = None             # dense-equivalent forward FLOPs (achieved TFLOP/s)
-    bytes: Optional[float] = None             # minimal forward bytes moved (achieved GB/s)
+    bytes: Optional[float] = None             # minimal forward bytes moved at 4 per element (GB/s in the row's dtype)
     evals: Optional[float] = None             # special-function evaluations per forward (achieved G/s)
     devices: tuple = ("cpu", "cuda", "mps")
     dtypes: dict = field(default_factory=lambda: {"cpu": (torch.float32,), "cuda": (torch.float32, torch.bfloat16),

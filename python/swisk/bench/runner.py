@@ -173,8 +173,9 @@ def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, see
             row[f"swisk_{phase}_tflops"] = mult * case.flops / ms / 1e9
         if ms and case.useful_flops:
             row[f"swisk_{phase}_useful_tflops"] = mult * case.useful_flops / ms / 1e9
-    if case.bytes and row.get("swisk_fwd_ms"):
-        row["swisk_fwd_gbps"] = case.bytes / row["swisk_fwd_ms"] / 1e6
+    if case.bytes and row.get("swisk_fwd_ms"):  # bytes are counted at 4 per element: scaled to the dtype
+        scale = torch.empty(0, dtype=dtype).element_size() / 4
+        row["swisk_fwd_gbps"] = case.bytes * scale / row["swisk_fwd_ms"] / 1e6
     if case.calls > 1:  # per-call overhead rows: microseconds per call
         for phase in ("fwd", "fwdbwd"):
             if row.get(f"swisk_{phase}_ms"):

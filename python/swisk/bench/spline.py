@@ -21,7 +21,8 @@ CASES = [
     Case("bspline_basis", f"b{b} in{f} G={g} k=3", _basis_setup(b, f, g, 3),
          run=lambda a: ops.bspline_basis(a["x"], a["grid"], a["k"]),
          reference=lambda a: reference.bspline_basis(a["x"], a["grid"], a["k"]),
-         grads=("x",), quick=(b <= 1024), devices=("cpu", "cuda", "mps") if b <= 1024 else ("cuda", "mps"))
+         grads=("x",), bytes=4.0 * b * f * (1 + g + 3),  # x read, the bases written: the expansion's traffic
+         quick=(b <= 1024), devices=("cpu", "cuda", "mps") if b <= 1024 else ("cuda", "mps"))
     for b, f, g in [(1024, 256, 5), (4096, 1024, 16)]
 ]
 
