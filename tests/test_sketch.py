@@ -83,6 +83,18 @@ def test_every_backend_gives_the_same_operator(kind):
     assert torch.equal(swisk.ops.sketch_matrix(kind, 33, 300, seed, torch.float64, nnz=7), ops["cpu"].double())
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_tiles_at_any_offset_are_slices_of_the_operator(backend, kind):
+    """A tile of S from any row and column (odd columns start in the middle of a Gaussian pair, past a
+    256-column block, a word of Rademacher signs) is bitwise that slice of the whole operator."""
+    dev = testing.device_of(backend)
+    whole = swisk.ops.sketch_matrix(kind, 9, 700, 31, device=dev, nnz=4).cpu()
+    like = torch.empty(0, device=dev)
+    for r0, r1, c0, c1 in ((0, 9, 1, 700), (2, 7, 3, 260), (0, 9, 255, 514), (4, 5, 699, 700), (1, 3, 37, 38)):
+        tile = torch.ops.swisk.sketch_matrix(like, kind, 9, 700, 31, r0, r1, c0, c1, 4).cpu()
+        assert torch.equal(tile, whole[r0:r1, c0:c1]), (r0, r1, c0, c1)
+
+
 _HASH = """
 import hashlib, swisk, torch
 h = hashlib.sha256()

@@ -2,7 +2,8 @@
 // (sparse-sign). Every value is a pure function of (seed, row, column), so the result does not depend
 // on the thread count. fp64 tiles hold the fp32 values widened exactly (the same operator in every dtype).
 // Gaussian rows go in blocks of columns: Philox's words in a vectorised integer loop (an AVX2 clone),
-// then the entries from them with the header's fp32 math; Rademacher rows take 128 signs per draw.
+// then the entries from them with the header's fp32 math, one radius per pair of columns; Rademacher
+// rows take 128 signs per draw.
 #include "swisk/ops/sketch.h"
 
 #include <algorithm>
@@ -21,9 +22,10 @@ namespace swisk::cpu {
 
 constexpr sk_u32 kBlock = 256;
 
-// The words of columns c .. c + nb of `row` (integer math only): one draw per four columns (the
-// header's rule) in a vectorised loop, then column e takes words x, y or z, w of draw e / 4.
-SK_CLONES static void draw_block(const SketchParams& p, sk_u32 row, sk_u32 c, sk_u32 nb, sk_u32* __restrict w0,
+// The words of the column pairs that columns c .. c + nb of `row` fall in (integer math only): one
+// draw per four columns (the header's rule) in a vectorised loop, then pair q (columns 2P and 2P + 1,
+// P = c / 2 + q) takes words x, y or z, w of draw P / 2. Both columns of a pair share the words.
+SK_CLONES static void draw_pairs(const SketchParams& p, sk_u32 row, sk_u32 c, sk_u32 nb, sk_u32* __restrict w0,
                                  sk_u32* __restrict w1) {
   constexpr sk_u32 kDraws = kBlock / 4 + 1;
   sk_u32 d[4 * kDraws];  // word q of draw g at q * kDraws + g
@@ -32,18 +34,28 @@ SK_CLONES static void draw_block(const SketchParams& p, sk_u32 row, sk_u32 c, sk
     const SkU4 r = sk_sketch_draw(p, g0 + g, row);
     d[g] = r.x, d[kDraws + g] = r.y, d[2 * kDraws + g] = r.z, d[3 * kDraws + g] = r.w;
   }
-  for (sk_u32 j = 0; j < nb; ++j) {
-    const sk_u32 e = c + j, at = ((e >> 1) & 1u) * 2 * kDraws + (e >> 2) - g0;
-    w0[j] = d[at];
-    w1[j] = d[at + kDraws];
+  const sk_u32 p0 = c >> 1, np = ((c + nb + 1) >> 1) - p0;
+  for (sk_u32 q = 0; q < np; ++q) {
+    const sk_u32 pair = p0 + q, at = (pair & 1u) * 2 * kDraws + (pair >> 1) - g0;
+    w0[q] = d[at];
+    w1[q] = d[at + kDraws];
   }
 }
 
-// The Gaussian entries of columns c .. c + nb from their words: branch-free fp32 math (the header's),
-// vectorised per clone.
-SK_CLONES_FLAT static void gaussian_values(const SketchParams& p, const sk_u32* w0, const sk_u32* w1, sk_u32 c,
-                                           sk_u32 nb, float* v) {
-  for (sk_u32 j = 0; j < nb; ++j) v[j] = sketch_gaussian_value(p, w0[j], w1[j], ((c + j) & 1u) != 0u);
+// The Gaussian entries of np column pairs into v[2q], v[2q + 1]: one radius per pair, then the even
+// column's cosine and the odd one's (the sine), each entry exactly as sketch_gaussian_value computes
+// it (radius × cosine × scale); branch-free fp32 math in unit-stride loops, vectorised per clone.
+SK_CLONES_FLAT static void gaussian_pairs(const SketchParams& p, const sk_u32* w0, const sk_u32* w1, sk_u32 np,
+                                          float* v) {
+  constexpr sk_u32 kPairs = kBlock / 2 + 1;
+  float even[kPairs], odd[kPairs];
+  const float s = p.scale;
+  for (sk_u32 q = 0; q < np; ++q) {
+    const float u2 = sk_unit_open0(w1[q]), r = sk_sqrt(-2.0f * sk_ln_unit(sk_unit_open0(w0[q])));
+    even[q] = r * sk_cos_2pi_unit(u2) * s;
+    odd[q] = r * sk_cos_2pi_unit(u2 - 0.25f) * s;
+  }
+  for (sk_u32 q = 0; q < np; ++q) v[2 * q] = even[q], v[2 * q + 1] = odd[q];
 }
 
 // Rademacher entries of columns c0 .. c0 + nb (nb <= kBlock) of `row`: one draw per group of 128
@@ -67,19 +79,21 @@ SK_CLONES_FLAT static void rademacher_block(const SketchParams& p, sk_u32 row, s
 // Rows [lo, hi) of a dense kind's tile, in blocks of kBlock columns.
 template <int K, typename T>
 static void dense_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
-  sk_u32 w0[kBlock], w1[kBlock];
-  float v[kBlock];
+  sk_u32 w0[kBlock / 2 + 1], w1[kBlock / 2 + 1];
+  float v[kBlock + 2];
   for (int64_t r = lo; r < hi; ++r) {
     T* dst = out + r * int64_t(p.cols);
     for (sk_u32 c = 0; c < p.cols; c += kBlock) {
-      const sk_u32 nb = std::min(kBlock, p.cols - c), row = p.r0 + sk_u32(r);
+      const sk_u32 nb = std::min(kBlock, p.cols - c), row = p.r0 + sk_u32(r), c1 = p.c0 + c;
+      sk_u32 first = 0;  // v's entry of column c1 (1: c1 is odd, the second of its pair)
       if constexpr (K == SK_SKETCH_rademacher) {
-        rademacher_block(p, row, p.c0 + c, nb, v);
+        rademacher_block(p, row, c1, nb, v);
       } else {
-        draw_block(p, row, p.c0 + c, nb, w0, w1);
-        gaussian_values(p, w0, w1, p.c0 + c, nb, v);
+        draw_pairs(p, row, c1, nb, w0, w1);
+        gaussian_pairs(p, w0, w1, ((c1 + nb + 1) >> 1) - (c1 >> 1), v);
+        first = c1 & 1u;
       }
-      for (sk_u32 j = 0; j < nb; ++j) dst[c + j] = T(v[j]);
+      for (sk_u32 j = 0; j < nb; ++j) dst[c + j] = T(v[first + j]);
     }
   }
 }
