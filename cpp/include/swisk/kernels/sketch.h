@@ -172,10 +172,34 @@ SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, sk_u32 col, SWIS
   }
 }
 
-// Work items: one per entry (dense), one per column (sparse-sign), over a 1-D grid-stride launch of
-// SWISK_SKETCH_THREADS threads per block and at most 4096 blocks.
+// The Gaussian entries of the columns 4g .. 4g + 3 of `row` that fall in the tile, from one draw: a
+// radius per pair of columns, each entry the expression of sketch_gaussian_value (radius × cosine ×
+// scale), so the same values as entry by entry. out_row: the tile's row.
+template <typename T>
+SWISK_FN void sketch_gaussian_group(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 g, SWISK_GLOBAL T* out_row) {
+  const SkU4 r = sk_sketch_draw(p, g, row);
+  const float ra = sk_sqrt(-2.0f * sk_ln_unit(sk_unit_open0(r.x)));
+  const float rb = sk_sqrt(-2.0f * sk_ln_unit(sk_unit_open0(r.z)));
+  const float ua = sk_unit_open0(r.y), ub = sk_unit_open0(r.w);
+  const float v[4] = {ra * sk_cos_2pi_unit(ua) * p.scale, ra * sk_cos_2pi_unit(ua - 0.25f) * p.scale,
+                      rb * sk_cos_2pi_unit(ub) * p.scale, rb * sk_cos_2pi_unit(ub - 0.25f) * p.scale};
+  for (sk_u32 j = 0; j < 4u; ++j) {
+    const sk_u32 col = 4u * g + j;
+    if (col >= p.c0 && col - p.c0 < p.cols) out_row[col - p.c0] = T(v[j]);
+  }
+}
+
+// Groups of four columns (one Gaussian draw each) that the tile's columns c0 .. c0 + cols span.
+SWISK_HD sk_u32 sketch_groups(SWISK_CONST SketchParams& p) {
+  return p.cols == 0u ? 0u : ((p.c0 + p.cols - 1u) >> 2) - (p.c0 >> 2) + 1u;
+}
+
+// Work items over a 1-D grid-stride launch of SWISK_SKETCH_THREADS threads per block and at most 4096
+// blocks: one per column (sparse-sign), per group of four columns of a row (Gaussian: one draw
+// serves the four), per entry (Rademacher).
 SWISK_HD sk_u64 sketch_items(SWISK_CONST SketchParams& p) {
-  return p.kind == sk_u32(SK_SKETCH_sparse_sign) ? sk_u64(p.cols) : sk_u64(p.rows) * p.cols;
+  if (p.kind == sk_u32(SK_SKETCH_sparse_sign)) return sk_u64(p.cols);
+  return sk_u64(p.rows) * (p.kind == sk_u32(SK_SKETCH_gaussian) ? sketch_groups(p) : p.cols);
 }
 SWISK_HD SkGrid sketch_grid(SWISK_CONST SketchParams& p) {
   const sk_u64 blocks = sk_tiles(sketch_items(p), SWISK_SKETCH_THREADS);
@@ -189,6 +213,9 @@ SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GL
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < items; e += stride) {
     if (K == SK_SKETCH_sparse_sign) {
       sketch_sparse_column<T>(p, p.c0 + sk_u32(e), out, taken + id.tx, id.bdx);
+    } else if (K == SK_SKETCH_gaussian) {
+      const sk_u32 ng = sketch_groups(p), row = sk_u32(e / ng);
+      sketch_gaussian_group<T>(p, p.r0 + row, (p.c0 >> 2) + sk_u32(e % ng), out + sk_u64(row) * p.cols);
     } else {
       const sk_u32 row = sk_u32(e / p.cols), col = sk_u32(e % p.cols);
       out[e] = T(sketch_dense_entry<K>(p, p.r0 + row, p.c0 + col));
