@@ -185,6 +185,24 @@ def recording() -> bool:
     return getattr(_STATE, "recording", False)
 
 
+def hold(owner, attr: str, key, value) -> None:
+    """Leaves value on tensor owner (attribute attr) for the backward of the same call, under key;
+    tensors that take no attributes hold nothing (the backward then recomputes)."""
+    try:
+        setattr(owner, attr, (key, value))
+    except (AttributeError, RuntimeError):
+        pass
+
+
+def take(owner, attr: str, key):
+    """The value held on owner under key, taken off it either way; None if absent or of another key."""
+    held = getattr(owner, attr, None)
+    if held is None:
+        return None
+    setattr(owner, attr, None)
+    return held[1] if held[0] == key else None
+
+
 @contextlib.contextmanager
 def _recording():
     before = recording()

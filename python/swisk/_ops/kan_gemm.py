@@ -9,7 +9,7 @@ import math
 import torch
 
 from .. import config
-from .define import recording
+from .define import hold, recording, take
 
 _LOW = (torch.float16, torch.bfloat16)
 
@@ -38,12 +38,6 @@ def _key(t):
     return None if t is None else (id(t), t.data_ptr(), t._version, t.dtype, t.device)
 
 
-def _keep(bw, sw, sc, w) -> None:
-    """Holds the forward's W on spline_weight for the backward of the same call (autograd records it)."""
-    try:
-        sw._swisk_packed = ((_key(bw), _key(sw), _key(sc)), w)
-    except (AttributeError, RuntimeError):  # tensors that take no attributes: backward repacks
-        pass
 
 
 def _spare(bw, sw, sc):
@@ -64,14 +58,11 @@ def _spare(bw, sw, sc):
 
 
 def _take(bw, sw, sc):
-    """The forward's W if the weights are still those it packed (same objects and versions), else a
-    fresh pack; either way nothing stays held. Forward never reads it: weights changed through .data
-    keep their version."""
-    held = getattr(sw, "_swisk_packed", None)
-    if held is None:
-        return _pack(bw, sw, sc)
-    sw._swisk_packed = None
-    return held[1] if held[0] == (_key(bw), _key(sw), _key(sc)) else _pack(bw, sw, sc)
+    """The forward's W (held on spline_weight) if the weights are still those it packed (same objects
+    and versions), else a fresh pack; either way nothing stays held. Forward never reads it: weights
+    changed through .data keep their version."""
+    w = take(sw, "_swisk_packed", (_key(bw), _key(sw), _key(sc)))
+    return _pack(bw, sw, sc) if w is None else w
 
 
 def forward(expand, x, grid, bw, sw, sc, k):
@@ -81,8 +72,8 @@ def forward(expand, x, grid, bw, sw, sc, k):
     x2 = x.reshape(rows, in_f)
     y = torch.empty(rows, out_f, dtype=x.dtype, device=x.device)
     w = _pack(bw, sw, sc, _spare(bw, sw, sc))
-    if recording():
-        _keep(bw, sw, sc, w)
+    if recording():  # the backward of this call reuses W
+        hold(sw, "_swisk_packed", (_key(bw), _key(sw), _key(sc)), w)
     width = w.shape[1]
     if rows == 0 or out_f == 0:
         return y.view(*x.shape[:-1], out_f)

@@ -8,7 +8,7 @@ import torch
 
 from .. import _C, config
 from ..reference import sketch as ref
-from .define import OpSpec, _run, define, invoke, recording, wrapper
+from .define import OpSpec, _run, define, hold, invoke, recording, take, wrapper
 
 SKETCHES = tuple(_C.sketch_names().split(", "))  # the kernel header's list, in id order
 MAX_NNZ = _C.sketch_max_nnz()
@@ -43,23 +43,9 @@ def _tile(like, kind, k, n, seed, c0, c1, nnz, buf=None):
     return _run(SKETCH_MATRIX, sketch_matrix_op._swisk_prepared, (like, kind, k, n, seed, 0, k, c0, c1, nnz), outs)
 
 
-def _hold(x, key, s) -> None:
-    """Holds the forward's whole S on x for the backward of the same call (S is a pure function of
-    key, so whatever finds it there may use it); the backward takes it off."""
-    try:
-        x._swisk_sketch = (key, s)
-    except (AttributeError, RuntimeError):  # tensors that take no attributes: backward regenerates
-        pass
-
-
-def _held(x, key, like):
-    """The S held on x for key in like's dtype and device, taken off x; else None."""
-    held = getattr(x, "_swisk_sketch", None)
-    if held is None:
-        return None
-    x._swisk_sketch = None
-    s = held[1]
-    return s if held[0] == key and s.dtype == like.dtype and s.device == like.device else None
+def _key(x, kind, k, n, seed, nnz):
+    """What a held S is a pure function of (any S found under it is that S)."""
+    return (kind, k, n, seed, nnz, x.dtype, x.device)
 
 
 def _sketch_tiles(tensors, scalars):
@@ -70,7 +56,7 @@ def _sketch_tiles(tensors, scalars):
     if step >= n:  # one tile, the whole S: the backward of this call reuses it
         s = _tile(like, kind, k, n, seed, 0, n, nnz)
         if recording():
-            _hold(x, (kind, k, n, seed, nnz), s)
+            hold(x, "_swisk_sketch", _key(x, kind, k, n, seed, nnz), s)
         return (x2 @ s.T).reshape(*x.shape[:-1], k)
     y, buf = None, x.new_empty(k * step)  # one tile's memory, reused
     for c0 in range(0, n, step):
@@ -99,7 +85,7 @@ def _sketch_backward(need, saved, scalars, grads):
     kind, k, seed, nnz = scalars
     x, g = saved[0], grads[0]
     n = x.shape[-1]
-    s = _held(x, (kind, k, n, seed, nnz), g)
+    s = take(x, "_swisk_sketch", _key(g, kind, k, n, seed, nnz))
     if not need[0]:
         return (None,)
     if s is not None:  # g S with the forward's S (a plain product: double backward through torch)

@@ -73,7 +73,7 @@ def _kan_cases(batch, fin, fout, g, devices, goal, targets, quick=True, k=3):
 _CPU = ("cpu",)
 _GPU = ("cuda", "mps")
 # Memory goals compare working memory: the fwd+bwd peak less the gradients both sides return (the
-# parameters' gradients alone are 0.4 of efficient-kan's whole peak at b100 1000->1000).
+# parameters' gradients alone are a quarter of efficient-kan's whole peak at b100 1000->1000).
 _MEM = "fwdbwd_working_ratio <= 0.25"
 CASES += (
     _kan_cases(100, 1000, 1000, 5, _CPU, "fwd+bwd >= 2x the reference (KAN-benchmarking's size), <= 1/4 of its "

@@ -126,10 +126,15 @@ SWISK_FN float sk_cos_2pi_unit(float u) {
 }
 
 // A Gaussian entry, in fp32, from two words: Box-Muller's pair sqrt(-2 ln u1) cos(2 pi u2) and (odd)
-// sqrt(-2 ln u1) sin(2 pi u2) = ... cos(2 pi (u2 - 1/4)), u2 - 1/4 exact (multiples of 2^-24).
+// sqrt(-2 ln u1) sin(2 pi u2) = ... cos(2 pi (u2 - 1/4)), u2 - 1/4 exact (multiples of 2^-24). The
+// radius (from w0) is shared by a pair of columns; every path computes radius × cosine × scale.
+SWISK_FN float sketch_gaussian_radius(sk_u32 w0) { return sk_sqrt(-2.0f * sk_ln_unit(sk_unit_open0(w0))); }
+SWISK_FN float sketch_gaussian_of(SWISK_CONST SketchParams& p, float radius, sk_u32 w1, bool odd) {
+  const float u2 = sk_unit_open0(w1);
+  return radius * sk_cos_2pi_unit(odd ? u2 - 0.25f : u2) * p.scale;
+}
 SWISK_FN float sketch_gaussian_value(SWISK_CONST SketchParams& p, sk_u32 w0, sk_u32 w1, bool odd) {
-  const float u1 = sk_unit_open0(w0), u2 = sk_unit_open0(w1);
-  return sk_sqrt(-2.0f * sk_ln_unit(u1)) * sk_cos_2pi_unit(odd ? u2 - 0.25f : u2) * p.scale;
+  return sketch_gaussian_of(p, sketch_gaussian_radius(w0), w1, odd);
 }
 
 // Rademacher entries take one bit each: entry (row, col) is negative where bit col mod 32 of word
@@ -172,17 +177,14 @@ SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, sk_u32 col, SWIS
   }
 }
 
-// The Gaussian entries of the columns 4g .. 4g + 3 of `row` that fall in the tile, from one draw: a
-// radius per pair of columns, each entry the expression of sketch_gaussian_value (radius × cosine ×
-// scale), so the same values as entry by entry. out_row: the tile's row.
+// The Gaussian entries of the columns 4g .. 4g + 3 of `row` that fall in the tile, from one draw and
+// one radius per pair of columns: the same values as entry by entry. out_row: the tile's row.
 template <typename T>
 SWISK_FN void sketch_gaussian_group(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 g, SWISK_GLOBAL T* out_row) {
   const SkU4 r = sk_sketch_draw(p, g, row);
-  const float ra = sk_sqrt(-2.0f * sk_ln_unit(sk_unit_open0(r.x)));
-  const float rb = sk_sqrt(-2.0f * sk_ln_unit(sk_unit_open0(r.z)));
-  const float ua = sk_unit_open0(r.y), ub = sk_unit_open0(r.w);
-  const float v[4] = {ra * sk_cos_2pi_unit(ua) * p.scale, ra * sk_cos_2pi_unit(ua - 0.25f) * p.scale,
-                      rb * sk_cos_2pi_unit(ub) * p.scale, rb * sk_cos_2pi_unit(ub - 0.25f) * p.scale};
+  const float ra = sketch_gaussian_radius(r.x), rb = sketch_gaussian_radius(r.z);
+  const float v[4] = {sketch_gaussian_of(p, ra, r.y, false), sketch_gaussian_of(p, ra, r.y, true),
+                      sketch_gaussian_of(p, rb, r.w, false), sketch_gaussian_of(p, rb, r.w, true)};
   for (sk_u32 j = 0; j < 4u; ++j) {
     const sk_u32 col = 4u * g + j;
     if (col >= p.c0 && col - p.c0 < p.cols) out_row[col - p.c0] = T(v[j]);
