@@ -26,7 +26,7 @@ __global__ void fwht_stage_kernel(FwhtParams p, T* out) {
   fwht_stage_body<T>(cuda_idx(), p, out);
 }
 
-// The shared pass, then one launch per global stage, in order on the stream (x may be out).
+// The chunk pass, then one launch per register pass of longer rows, in order on the stream (x may be out).
 template <typename T>
 static void launch_fwht(const std::vector<FwhtParams>& passes, const T* x, T* out, void* stream) {
   auto* fwht_shared = &fwht_shared_kernel<T>;

@@ -15,7 +15,7 @@ static void generate(const SketchMatrixArgs& a) {
   submit(a.launch, make_plan(a, family.c_str(), p, sketch_grid(p), SWISK_SKETCH_THREADS, 1, {&a.out}));
 }
 
-// The shared pass (slots: x, out, parameters), then one dispatch per global stage (out, parameters); the
+// The chunk pass (slots: x, out, parameters), then one dispatch per register pass (out, parameters); the
 // kernels of dtype d (a's x's, or the fp32 workspace's).
 template <class Args>
 static void plan_fwht(const Args& a, const std::vector<FwhtParams>& passes, const TensorView* x, const TensorView* out,

@@ -101,18 +101,19 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
 }
 
 std::vector<FwhtParams> fwht_passes(int64_t rows, int64_t n, double scale) {
+  sk_u32 log2n = 0;
+  while ((int64_t(1) << log2n) < n) ++log2n;
   FwhtParams p{};
   p.n = sk_u32(n);
   p.rows = sk_u32(rows);
-  p.chunk = p.n < SWISK_FWHT_CHUNK ? p.n : SWISK_FWHT_CHUNK;
-  p.h = 0;
-  p.scale = p.n <= p.chunk ? float(scale) : 1.0f;
+  p.lo = 0;
+  p.bits = log2n < SWISK_FWHT_CHUNK_LOG2 ? log2n : SWISK_FWHT_CHUNK_LOG2;
   std::vector<FwhtParams> passes{p};
-  for (sk_u32 h = p.chunk; h < p.n; h <<= 1) {
-    p.h = h;
-    p.scale = 2 * sk_u64(h) == p.n ? float(scale) : 1.0f;
+  for (p.lo = p.bits; p.lo < log2n; p.lo += p.bits) {
+    p.bits = log2n - p.lo < 5 ? log2n - p.lo : 5;
     passes.push_back(p);
   }
+  for (FwhtParams& q : passes) q.scale = &q == &passes.back() ? float(scale) : 1.0f;
   return passes;
 }
 

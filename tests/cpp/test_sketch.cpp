@@ -169,10 +169,34 @@ TEST(Sketch, BadArguments) {
   EXPECT_EQ(sketch_id("sketch", "sparse_sign"), SK_SKETCH_sparse_sign);
 }
 
+// The GPU chunk pass's three shared-memory layouts: fwht_slot is the closed form of the swizzled
+// position, each layout covers the chunk once, layout 2 is the coalesced order t + 256 j, and the 32
+// lanes of every warp hit 32 different banks on every access.
+TEST(Sketch, FwhtChunkLayoutsAreConflictFree) {
+  const sk_u32 starts[3] = {0, 5, 8};
+  for (sk_u32 layout = 0; layout < 3; ++layout) {
+    std::vector<int> seen(SWISK_FWHT_CHUNK, 0);
+    for (sk_u32 t = 0; t < SWISK_FWHT_THREADS; ++t)
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+        const sk_u32 at = fwht_at(t, j, starts[layout]), slot = fwht_slot(t, j, layout);
+        EXPECT_EQ(slot, fwht_swizzle(at));
+        if (layout == 2) EXPECT_EQ(at, t + SWISK_FWHT_THREADS * j);
+        seen[at] += 1;
+      }
+    for (int k : seen) EXPECT_EQ(k, 1);
+    for (sk_u32 w = 0; w < SWISK_FWHT_THREADS / 32; ++w)
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+        sk_u32 banks = 0;
+        for (sk_u32 lane = 0; lane < 32; ++lane) banks |= 1u << (fwht_slot(32 * w + lane, j, layout) % 32);
+        EXPECT_EQ(banks, 0xffffffffu);
+      }
+  }
+}
+
 // FWHT of a unit vector e_j is column j of the Sylvester matrix, H[i][j] = (-1)^popcount(i & j), scaled:
-// on every backend, within one shared chunk and past it (global stages).
+// on every backend, within one chunk and past it (register passes).
 TEST(Sketch, FwhtOfUnitVectors) {
-  for (int64_t n : {1, 8, 8192}) {
+  for (int64_t n : {1, 8, 8192, 32768}) {
     for (Backend be : kHost) {
       const int64_t j = n / 2 + n / 8;  // a few bits set
       std::vector<float> x(size_t(2 * n), 0.0f), y(size_t(2 * n), 7.0f);

@@ -226,66 +226,138 @@ SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GL
 }
 
 // ---- Fast Walsh-Hadamard transform: y = scale * H_n x along the last dimension (n a power of two, H_n
-// the Sylvester +-1 matrix), butterflies (a, b) -> (a + b, a - b) over distances h = 1, 2, ..., n/2.
-// GPUs: one block per chunk of SWISK_FWHT_CHUNK values (a whole row when n is at most that) runs the
-// stages h < chunk in shared memory (fp32); rows longer than a chunk then take one grid-stride
-// launch per remaining stage, in place. The scale is applied once, by the last pass.
+// the Sylvester +-1 matrix), butterflies (a, b) -> (a + b, a - b) over distances h = 1, 2, ..., n/2, in
+// that order on every backend (so bitwise the same result), fp32 in registers.
+// GPUs, one read and one write per pass: the chunk pass gives a block SWISK_FWHT_CHUNK values (rows of
+// n <= the chunk packed together, or a row's first 2^13) and each thread 32 of them in registers. The
+// values go through shared memory (coalesced in, then three layouts whose registers hold index bits
+// [0, 5), [5, 10), [8, 13): the butterflies of those distances run in registers) and leave coalesced.
+// Rows longer than a chunk then take one register pass per 5 further distances (a thread's 32 values
+// 2^lo apart), so n = 2^15 costs two reads and two writes. The scale is applied by the last pass.
 #define SWISK_FWHT_THREADS 256
-#define SWISK_FWHT_CHUNK_LOG2 12
-#define SWISK_FWHT_CHUNK (1 << SWISK_FWHT_CHUNK_LOG2)
+#define SWISK_FWHT_REGS 32
+#define SWISK_FWHT_CHUNK_LOG2 13
+#define SWISK_FWHT_CHUNK (SWISK_FWHT_THREADS * SWISK_FWHT_REGS)  // 32 KiB of fp32: Metal's threadgroup memory
 
 struct FwhtParams {
-  sk_u32 rows, n;  // x is (rows, n)
-  sk_u32 chunk;    // values per block of the shared pass: min(n, SWISK_FWHT_CHUNK)
-  sk_u32 h;        // the global pass's butterfly distance
-  float scale;     // applied by the last pass (1 elsewhere)
+  sk_u32 rows, n;   // x is (rows, n)
+  sk_u32 lo, bits;  // this pass's distances: 2^lo ... 2^(lo + bits - 1)
+  float scale;      // applied by the last pass (1 elsewhere)
   sk_u32 pad;
 };
 
-SWISK_HD sk_u64 fwht_chunks(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * (p.n / p.chunk); }
+SWISK_HD sk_u64 fwht_values(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * p.n; }
+SWISK_HD sk_u64 fwht_chunks(SWISK_CONST FwhtParams& p) { return sk_tiles(fwht_values(p), SWISK_FWHT_CHUNK); }
 SWISK_HD SkGrid fwht_shared_grid(SWISK_CONST FwhtParams& p) {
   return sk_tile_grid(fwht_chunks(p) > 65535 ? 65535 : fwht_chunks(p), 1);
 }
-SWISK_HD sk_u64 fwht_pairs(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * (p.n / 2); }
+// A register pass's items: one per group of 2^bits values.
+SWISK_HD sk_u64 fwht_groups(SWISK_CONST FwhtParams& p) { return fwht_values(p) >> p.bits; }
 SWISK_HD SkGrid fwht_stage_grid(SWISK_CONST FwhtParams& p) {
-  const sk_u64 blocks = sk_tiles(fwht_pairs(p), SWISK_FWHT_THREADS);
+  const sk_u64 blocks = sk_tiles(fwht_groups(p), SWISK_FWHT_THREADS);
   return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
 }
 
+// The butterflies of distances 2^b, from <= b < to, on a thread's 32 values (index bits = register bits).
+SWISK_FN void fwht_registers(SWISK_THREAD float* v, sk_u32 from, sk_u32 to) {
+  SWISK_UNROLL
+  for (sk_u32 b = 0; b < 5; ++b) {
+    if (b < from || b >= to) continue;
+    SWISK_UNROLL
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+      if (j & (1u << b)) continue;
+      const float u = v[j], w = v[j + (1u << b)];
+      v[j] = u + w;
+      v[j + (1u << b)] = u - w;
+    }
+  }
+}
+
+// Within a chunk, value i sits at fwht_swizzle(i) (bits 5-9 XORed into bits 0-4). Layout L holds in
+// thread t's register j the value fwht_at(t, j, s) (registers = index bits [s, s + 5), s = 0, 5, 8 for
+// L = 0, 1, 2; the thread's 8 bits fill the others in order); layout 2 is also the coalesced one
+// (t + 256 j) that loads and stores global memory. The lanes of a warp then hit 32 different banks in
+// every layout, and fwht_slot, the closed form of fwht_swizzle(fwht_at(t, j, s)), is a per-thread base
+// XORed with a constant and plus a constant: one integer operation per access at most.
+SWISK_HD sk_u32 fwht_at(sk_u32 t, sk_u32 j, sk_u32 s) {
+  return (t & ((1u << s) - 1u)) | (j << s) | ((t >> s) << (s + 5));
+}
+SWISK_HD sk_u32 fwht_swizzle(sk_u32 i) { return i ^ ((i >> 5) & 31u); }
+SWISK_HD sk_u32 fwht_slot(sk_u32 t, sk_u32 j, sk_u32 layout) {
+  if (layout == 0) return 32u * t + ((t & 31u) ^ j);
+  if (layout == 1) return (((t & 31u) ^ j) | ((t >> 5) << 10)) + 32u * j;
+  return (t ^ (t >> 5) ^ ((j & 3u) << 3)) + SWISK_FWHT_THREADS * j;
+}
+
 #if defined(SWISK_BARRIER)
-// Shared pass: chunks of p.chunk values, stages h < chunk, buf the block's SWISK_FWHT_CHUNK floats.
+// Chunk pass (p.lo = 0, p.bits = min(log2 n, 13)); buf: the block's SWISK_FWHT_CHUNK floats. Values
+// past the end enter as zeros and stay out: they only meet rows of their own.
 template <typename T>
 SWISK_FN void fwht_shared_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL T* out,
                                SWISK_TG float* buf) {
+  const sk_u64 total = fwht_values(p);
+  const sk_u32 t = id.tx;
   for (sk_u64 c = id.bx; c < fwht_chunks(p); c += id.gdx) {
-    const sk_u64 base = c * p.chunk;
-    for (sk_u32 i = id.tx; i < p.chunk; i += id.bdx) buf[i] = float(x[base + i]);
-    SWISK_BARRIER();
-    for (sk_u32 h = 1; h < p.chunk; h <<= 1) {
-      for (sk_u32 b = id.tx; b < p.chunk / 2; b += id.bdx) {
-        const sk_u32 i = (b / h) * 2 * h + b % h;
-        const float u = buf[i], v = buf[i + h];
-        buf[i] = u + v;
-        buf[i + h] = u - v;
+    const sk_u64 base = c << SWISK_FWHT_CHUNK_LOG2;
+    const sk_u32 size = total - base < SWISK_FWHT_CHUNK ? sk_u32(total - base) : SWISK_FWHT_CHUNK;
+    SWISK_GLOBAL const T* xc = x + base;
+    SWISK_GLOBAL T* oc = out + base;
+    if (size == SWISK_FWHT_CHUNK) {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, 2)] = float(xc[t + SWISK_FWHT_THREADS * j]);
+    } else {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+        const sk_u32 i = t + SWISK_FWHT_THREADS * j;
+        buf[fwht_slot(t, j, 2)] = i < size ? float(xc[i]) : 0.0f;
       }
-      SWISK_BARRIER();
     }
-    for (sk_u32 i = id.tx; i < p.chunk; i += id.bdx) out[base + i] = T(buf[i] * p.scale);
+    float v[SWISK_FWHT_REGS];
+    sk_u32 done = 0;  // distances 2^b, b < done, applied
+    SWISK_UNROLL
+    for (sk_u32 layout = 0; layout < 3; ++layout) {
+      SWISK_BARRIER();
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[j] = buf[fwht_slot(t, j, layout)];
+      const sk_u32 s = layout == 0 ? 0u : layout == 1 ? 5u : 8u;
+      const sk_u32 end = s + 5 < p.bits ? s + 5 : p.bits;
+      if (end > done) {
+        fwht_registers(v, done - s, end - s);
+        done = end;
+      }
+      if (layout < 2) {
+        SWISK_UNROLL
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, layout)] = v[j];
+      }
+    }
+    if (size == SWISK_FWHT_CHUNK) {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) oc[t + SWISK_FWHT_THREADS * j] = T(v[j] * p.scale);
+    } else {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
+        if (t + SWISK_FWHT_THREADS * j < size) oc[t + SWISK_FWHT_THREADS * j] = T(v[j] * p.scale);
+    }
     SWISK_BARRIER();
   }
 }
 #endif
 
-// Global pass: the butterflies of distance p.h (>= chunk), in place.
+// Register pass (p.lo >= 13, p.bits <= 5), in place: a thread's 2^bits values 2^lo apart, coalesced
+// across threads.
 template <typename T>
 SWISK_FN void fwht_stage_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL T* out) {
-  const sk_u64 stride = sk_u64(id.gdx) * id.bdx, half = p.n / 2;
-  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < fwht_pairs(p); e += stride) {
-    const sk_u64 row = e / half, b = e % half;
-    const sk_u64 i = row * p.n + (b / p.h) * 2 * p.h + b % p.h;
-    const float u = float(out[i]), v = float(out[i + p.h]);
-    out[i] = T((u + v) * p.scale);
-    out[i + p.h] = T((u - v) * p.scale);
+  const sk_u64 stride = sk_u64(id.gdx) * id.bdx, span = sk_u64(1) << p.lo;
+  const sk_u32 count = 1u << p.bits;
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < fwht_groups(p); e += stride) {
+    const sk_u64 i0 = ((e / span) << (p.lo + p.bits)) + e % span;  // the group's first value
+    float v[SWISK_FWHT_REGS];
+    SWISK_UNROLL
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[j] = j < count ? float(out[i0 + (sk_u64(j) << p.lo)]) : 0.0f;
+    fwht_registers(v, 0, p.bits);
+    SWISK_UNROLL
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
+      if (j < count) out[i0 + (sk_u64(j) << p.lo)] = T(v[j] * p.scale);
   }
 }
 
