@@ -133,9 +133,6 @@ SWISK_FN float sketch_gaussian_of(SWISK_CONST SketchParams& p, float radius, sk_
   const float u2 = sk_unit_open0(w1);
   return radius * sk_cos_2pi_unit(odd ? u2 - 0.25f : u2) * p.scale;
 }
-SWISK_FN float sketch_gaussian_value(SWISK_CONST SketchParams& p, sk_u32 w0, sk_u32 w1, bool odd) {
-  return sketch_gaussian_of(p, sketch_gaussian_radius(w0), w1, odd);
-}
 
 // Rademacher entries take one bit each: entry (row, col) is negative where bit col mod 32 of word
 // (col / 32) mod 4 of the draw (col / 128, row) is set, so one draw serves 128 entries of a row.
@@ -143,17 +140,6 @@ SWISK_FN float sketch_rademacher_value(SWISK_CONST SketchParams& p, SkU4 r, sk_u
   const sk_u32 m = (col >> 5) & 3u;
   const sk_u32 w = m == 0u ? r.x : m == 1u ? r.y : m == 2u ? r.z : r.w;
   return ((w >> (col & 31u)) & 1u) ? -p.scale : p.scale;
-}
-
-// Entry (row, col) of a dense kind: Gaussian from counter (col / 4, row, kind, 0), four entries per
-// draw (words x, y for col mod 4 = 0, 1; z, w for 2, 3; the odd column takes the sine), Rademacher
-// from (col / 128, row, kind, 0).
-template <int K>
-SWISK_FN float sketch_dense_entry(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 col) {
-  if (K == SK_SKETCH_rademacher) return sketch_rademacher_value(p, sk_sketch_draw(p, col >> 7, row), col);
-  const SkU4 r = sk_sketch_draw(p, col >> 2, row);
-  const bool hi = (col & 2u) != 0u;
-  return sketch_gaussian_value(p, hi ? r.z : r.x, hi ? r.w : r.y, (col & 1u) != 0u);
 }
 
 // Sparse-sign column col: nnz distinct rows by Floyd's sampling (step m draws t uniform in [0, j],
@@ -177,8 +163,9 @@ SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, sk_u32 col, SWIS
   }
 }
 
-// The Gaussian entries of the columns 4g .. 4g + 3 of `row` that fall in the tile, from one draw and
-// one radius per pair of columns: the same values as entry by entry. out_row: the tile's row.
+// The Gaussian entries of the columns 4g .. 4g + 3 of `row` that fall in the tile: the draw (g, row),
+// words x, y for columns 4g, 4g + 1 and z, w for 4g + 2, 4g + 3 (the odd column takes the sine), one
+// radius per pair. out_row: the tile's row.
 template <typename T>
 SWISK_FN void sketch_gaussian_group(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 g, SWISK_GLOBAL T* out_row) {
   const SkU4 r = sk_sketch_draw(p, g, row);
@@ -191,17 +178,21 @@ SWISK_FN void sketch_gaussian_group(SWISK_CONST SketchParams& p, sk_u32 row, sk_
   }
 }
 
-// Groups of four columns (one Gaussian draw each) that the tile's columns c0 .. c0 + cols span.
-SWISK_HD sk_u32 sketch_groups(SWISK_CONST SketchParams& p) {
-  return p.cols == 0u ? 0u : ((p.c0 + p.cols - 1u) >> 2) - (p.c0 >> 2) + 1u;
+// Groups of 2^b columns that the tile's columns c0 .. c0 + cols span.
+SWISK_HD sk_u32 sketch_spans(SWISK_CONST SketchParams& p, sk_u32 b) {
+  return p.cols == 0u ? 0u : ((p.c0 + p.cols - 1u) >> b) - (p.c0 >> b) + 1u;
 }
+// Groups of four columns (one Gaussian draw each).
+SWISK_HD sk_u32 sketch_groups(SWISK_CONST SketchParams& p) { return sketch_spans(p, 2); }
 
 // Work items over a 1-D grid-stride launch of SWISK_SKETCH_THREADS threads per block and at most 4096
 // blocks: one per column (sparse-sign), per group of four columns of a row (Gaussian: one draw
-// serves the four), per entry (Rademacher).
+// serves the four), per (row, block of 128 columns, lane) (Rademacher: the lane's bit of the block's
+// draw's four words, columns 128 b + lane + 32 m, so a warp's stores are contiguous).
 SWISK_HD sk_u64 sketch_items(SWISK_CONST SketchParams& p) {
   if (p.kind == sk_u32(SK_SKETCH_sparse_sign)) return sk_u64(p.cols);
-  return sk_u64(p.rows) * (p.kind == sk_u32(SK_SKETCH_gaussian) ? sketch_groups(p) : p.cols);
+  if (p.kind == sk_u32(SK_SKETCH_gaussian)) return sk_u64(p.rows) * sketch_groups(p);
+  return sk_u64(p.rows) * sketch_spans(p, 7) * 32u;
 }
 SWISK_HD SkGrid sketch_grid(SWISK_CONST SketchParams& p) {
   const sk_u64 blocks = sk_tiles(sketch_items(p), SWISK_SKETCH_THREADS);
@@ -219,8 +210,14 @@ SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GL
       const sk_u32 ng = sketch_groups(p), row = sk_u32(e / ng);
       sketch_gaussian_group<T>(p, p.r0 + row, (p.c0 >> 2) + sk_u32(e % ng), out + sk_u64(row) * p.cols);
     } else {
-      const sk_u32 row = sk_u32(e / p.cols), col = sk_u32(e % p.cols);
-      out[e] = T(sketch_dense_entry<K>(p, p.r0 + row, p.c0 + col));
+      const sk_u64 per_row = sk_u64(sketch_spans(p, 7)) * 32u;
+      const sk_u32 row = sk_u32(e / per_row), b = (p.c0 >> 7) + sk_u32(e % per_row / 32u), lane = sk_u32(e % 32u);
+      const SkU4 r = sk_sketch_draw(p, b, p.r0 + row);
+      for (sk_u32 m = 0; m < 4u; ++m) {
+        const sk_u32 col = 128u * b + 32u * m + lane;
+        if (col >= p.c0 && col - p.c0 < p.cols)
+          out[sk_u64(row) * p.cols + (col - p.c0)] = T(sketch_rademacher_value(p, r, col));
+      }
     }
   }
 }
