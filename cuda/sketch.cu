@@ -1,6 +1,6 @@
-// CUDA entry point and launch of the sketch generation kernel (body: swisk/kernels/sketch.h): a
-// grid-stride loop over the tile's entries (dense kinds) or columns (sparse-sign, whose chosen rows
-// sit in shared memory).
+// CUDA entry points and launches of the sketch kernels (bodies: swisk/kernels/sketch.h, hadamard.h):
+// the generation kernel's grid-stride loop over a tile's work items (sketch_items), the FWHT's passes
+// and the SRHT's in/out kernels around them.
 #include <vector>
 
 #include "launch.h"

@@ -1,6 +1,6 @@
-// Metal entry point of the sketch generation kernel (body: swisk/kernels/sketch.h), one per kind.
+// Metal entry points of the sketch kernels (bodies: swisk/kernels/sketch.h and hadamard.h).
 #include "swisk/kernels/metal_entry.h"
-#include "swisk/kernels/sketch.h"
+#include "swisk/kernels/hadamard.h"
 
 template <int K, typename T>
 kernel void sketch_matrix_k(device T* out [[buffer(0)]], constant SketchParams& p [[buffer(1)]], SWISK_METAL_COORDS) {

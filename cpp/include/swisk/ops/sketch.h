@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "swisk/kernels/sketch.h"
+#include "swisk/kernels/hadamard.h"
 #include "swisk/call.h"
 
 namespace swisk {

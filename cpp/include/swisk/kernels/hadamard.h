@@ -1,0 +1,238 @@
+// The Hadamard side of the sketch family, written once for the CPU backend, CUDA and Metal: the fast
+// Walsh-Hadamard transform's GPU passes and the SRHT's (signs, permutation, in/out kernels; its FWHT
+// runs the same passes on an fp32 workspace).
+#pragma once
+
+#include "swisk/kernels/sketch.h"
+
+// ---- Fast Walsh-Hadamard transform: y = scale * H_n x along the last dimension (n a power of two, H_n
+// the Sylvester +-1 matrix), butterflies (a, b) -> (a + b, a - b) over distances h = 1, 2, ..., n/2, in
+// that order on every backend (so bitwise the same result), fp32 in registers.
+// GPUs, one read and one write per pass: the chunk pass gives a block SWISK_FWHT_CHUNK values (rows of
+// n <= the chunk packed together, or a row's first 2^13) and each thread 32 of them in registers. The
+// values go through shared memory (coalesced in, then three layouts whose registers hold index bits
+// [0, 5), [5, 10), [8, 13): the butterflies of those distances run in registers) and leave coalesced.
+// Rows longer than a chunk then take one register pass per 5 further distances (a thread's 32 values
+// 2^lo apart), so n = 2^15 costs two reads and two writes. The scale is applied by the last pass.
+#define SWISK_FWHT_THREADS 256
+#define SWISK_FWHT_REGS 32
+#define SWISK_FWHT_CHUNK_LOG2 13
+#define SWISK_FWHT_CHUNK (SWISK_FWHT_THREADS * SWISK_FWHT_REGS)  // 32 KiB of fp32: Metal's threadgroup memory
+
+struct FwhtParams {
+  sk_u32 rows, n;   // x is (rows, n)
+  sk_u32 lo, bits;  // this pass's distances: 2^lo ... 2^(lo + bits - 1)
+  float scale;      // applied by the last pass (1 elsewhere)
+  sk_u32 pad;
+};
+
+SWISK_HD sk_u64 fwht_values(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * p.n; }
+SWISK_HD sk_u64 fwht_chunks(SWISK_CONST FwhtParams& p) { return sk_tiles(fwht_values(p), SWISK_FWHT_CHUNK); }
+SWISK_HD SkGrid fwht_shared_grid(SWISK_CONST FwhtParams& p) {
+  return sk_tile_grid(fwht_chunks(p) > 65535 ? 65535 : fwht_chunks(p), 1);
+}
+// A register pass's items: one per group of 2^bits values.
+SWISK_HD sk_u64 fwht_groups(SWISK_CONST FwhtParams& p) { return fwht_values(p) >> p.bits; }
+SWISK_HD SkGrid fwht_stage_grid(SWISK_CONST FwhtParams& p) {
+  const sk_u64 blocks = sk_tiles(fwht_groups(p), SWISK_FWHT_THREADS);
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
+}
+
+// The butterflies of distances 2^b, from <= b < to, on a thread's 32 values (index bits = register bits).
+SWISK_FN void fwht_registers(SWISK_THREAD float* v, sk_u32 from, sk_u32 to) {
+  SWISK_UNROLL
+  for (sk_u32 b = 0; b < 5; ++b) {
+    if (b < from || b >= to) continue;
+    SWISK_UNROLL
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+      if (j & (1u << b)) continue;
+      const float u = v[j], w = v[j + (1u << b)];
+      v[j] = u + w;
+      v[j + (1u << b)] = u - w;
+    }
+  }
+}
+
+// Within a chunk, value i sits at fwht_swizzle(i) (bits 5-9 XORed into bits 0-4). Layout L holds in
+// thread t's register j the value fwht_at(t, j, s) (registers = index bits [s, s + 5), s = 0, 5, 8 for
+// L = 0, 1, 2; the thread's 8 bits fill the others in order); layout 2 is also the coalesced one
+// (t + 256 j) that loads and stores global memory. The lanes of a warp then hit 32 different banks in
+// every layout, and fwht_slot, the closed form of fwht_swizzle(fwht_at(t, j, s)), is a per-thread base
+// XORed with a constant and plus a constant: one integer operation per access at most.
+SWISK_HD sk_u32 fwht_at(sk_u32 t, sk_u32 j, sk_u32 s) {
+  return (t & ((1u << s) - 1u)) | (j << s) | ((t >> s) << (s + 5));
+}
+SWISK_HD sk_u32 fwht_swizzle(sk_u32 i) { return i ^ ((i >> 5) & 31u); }
+SWISK_HD sk_u32 fwht_slot(sk_u32 t, sk_u32 j, sk_u32 layout) {
+  if (layout == 0) return 32u * t + ((t & 31u) ^ j);
+  if (layout == 1) return (((t & 31u) ^ j) | ((t >> 5) << 10)) + 32u * j;
+  return (t ^ (t >> 5) ^ ((j & 3u) << 3)) + SWISK_FWHT_THREADS * j;
+}
+
+#if defined(SWISK_BARRIER)
+// Chunk pass (p.lo = 0, p.bits = min(log2 n, 13)); buf: the block's SWISK_FWHT_CHUNK floats. Values
+// past the end enter as zeros and stay out: they only meet rows of their own.
+template <typename T>
+SWISK_FN void fwht_shared_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL T* out,
+                               SWISK_TG float* buf) {
+  const sk_u64 total = fwht_values(p);
+  const sk_u32 t = id.tx;
+  for (sk_u64 c = id.bx; c < fwht_chunks(p); c += id.gdx) {
+    const sk_u64 base = c << SWISK_FWHT_CHUNK_LOG2;
+    const sk_u32 size = total - base < SWISK_FWHT_CHUNK ? sk_u32(total - base) : SWISK_FWHT_CHUNK;
+    SWISK_GLOBAL const T* xc = x + base;
+    SWISK_GLOBAL T* oc = out + base;
+    if (size == SWISK_FWHT_CHUNK) {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, 2)] = float(xc[t + SWISK_FWHT_THREADS * j]);
+    } else {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+        const sk_u32 i = t + SWISK_FWHT_THREADS * j;
+        buf[fwht_slot(t, j, 2)] = i < size ? float(xc[i]) : 0.0f;
+      }
+    }
+    float v[SWISK_FWHT_REGS];
+    sk_u32 done = 0;  // distances 2^b, b < done, applied
+    SWISK_UNROLL
+    for (sk_u32 layout = 0; layout < 3; ++layout) {
+      SWISK_BARRIER();
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[j] = buf[fwht_slot(t, j, layout)];
+      const sk_u32 s = layout == 0 ? 0u : layout == 1 ? 5u : 8u;
+      const sk_u32 end = s + 5 < p.bits ? s + 5 : p.bits;
+      if (end > done) {
+        fwht_registers(v, done - s, end - s);
+        done = end;
+      }
+      if (layout < 2) {
+        SWISK_UNROLL
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, layout)] = v[j];
+      }
+    }
+    if (size == SWISK_FWHT_CHUNK) {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) oc[t + SWISK_FWHT_THREADS * j] = T(v[j] * p.scale);
+    } else {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
+        if (t + SWISK_FWHT_THREADS * j < size) oc[t + SWISK_FWHT_THREADS * j] = T(v[j] * p.scale);
+    }
+    SWISK_BARRIER();
+  }
+}
+#endif
+
+// Register pass (p.lo >= 13, p.bits <= 5), in place: a thread's 2^bits values 2^lo apart, coalesced
+// across threads.
+template <typename T>
+SWISK_FN void fwht_stage_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL T* out) {
+  const sk_u64 stride = sk_u64(id.gdx) * id.bdx, span = sk_u64(1) << p.lo;
+  const sk_u32 count = 1u << p.bits;
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < fwht_groups(p); e += stride) {
+    const sk_u64 i0 = ((e / span) << (p.lo + p.bits)) + e % span;  // the group's first value
+    float v[SWISK_FWHT_REGS];
+    SWISK_UNROLL
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[j] = j < count ? float(out[i0 + (sk_u64(j) << p.lo)]) : 0.0f;
+    fwht_registers(v, 0, p.bits);
+    SWISK_UNROLL
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
+      if (j < count) out[i0 + (sk_u64(j) << p.lo)] = T(v[j] * p.scale);
+  }
+}
+
+// ---- SRHT: x (..., n) -> (1/sqrt(k)) (H_N D x)[rows], N = n rounded up to a power of two (x zero-padded),
+// D = diag(signs), rows = the first k values of a keyed permutation of [0, N). Pure functions of the seed:
+//   sign j: the top bit of the draw (j, 0, SK_SRHT_SIGNS, 0); permutation: a 4-round Feistel network on
+//   the bits of N rounded up to even (round t's function: the draw (half, t, SK_SRHT_PERM, 0)), walking
+//   the cycle back into [0, N). The transpose applies the inverse permutation, so neither side scatters.
+#define SK_SRHT_SIGNS 3u
+#define SK_SRHT_PERM 4u
+
+struct SrhtParams {
+  sk_u32 rows, n, big_n, k;  // x (rows, n), padded to big_n, k rows kept
+  sk_u32 seed_lo, seed_hi;
+  sk_u32 half_bits;          // Feistel half width: ceil(log2 big_n / 2)
+  float scale;               // 1/sqrt(k), rounded once on the host
+};
+
+SWISK_HD sk_u32 sk_srht_draw(SWISK_CONST SrhtParams& p, sk_u32 a, sk_u32 b, sk_u32 stream) {
+  SkU4 c;
+  c.x = a;
+  c.y = b;
+  c.z = stream;
+  c.w = 0;
+  return sk_philox4x32_10(c, p.seed_lo, p.seed_hi).x;
+}
+
+SWISK_HD float sk_srht_sign(SWISK_CONST SrhtParams& p, sk_u32 j) {
+  return (sk_srht_draw(p, j, 0, SK_SRHT_SIGNS) >> 31) ? -1.0f : 1.0f;
+}
+
+// perm(v) (inverse = false) or perm^-1(v), v < big_n.
+SWISK_HD sk_u32 sk_srht_perm(SWISK_CONST SrhtParams& p, sk_u32 v, bool inverse) {
+  const sk_u32 h = p.half_bits, mask = (1u << h) - 1u;
+  do {
+    sk_u32 l = v >> h, r = v & mask;
+    for (sk_u32 t = 0; t < 4; ++t) {
+      if (inverse) {  // (l, r) = (r' ^ F(l'), l')
+        const sk_u32 f = sk_srht_draw(p, l, 3 - t, SK_SRHT_PERM) & mask;
+        const sk_u32 nl = r ^ f;
+        r = l;
+        l = nl;
+      } else {  // (l, r) = (r, l ^ F(r))
+        const sk_u32 f = sk_srht_draw(p, r, t, SK_SRHT_PERM) & mask;
+        const sk_u32 nr = l ^ f;
+        l = r;
+        r = nr;
+      }
+    }
+    v = (l << h) | r;
+  } while (v >= p.big_n);  // a permutation of [0, 2^(2h)): the walk returns into [0, big_n)
+  return v;
+}
+
+// Element e of each pass (W: the workspace type, fp32 or the CPU's fp64). Forward: work = pad(D x), then
+// the FWHT on work, then out = scale work[perm]. Transpose: work = g[perm^-1] (0 past k), the FWHT,
+// then out = scale D work (first n).
+template <typename T, typename W>
+SWISK_FN void srht_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* x, SWISK_GLOBAL W* work) {
+  const sk_u64 r = e / p.big_n;
+  const sk_u32 j = sk_u32(e % p.big_n);
+  work[e] = j < p.n ? W(sk_srht_sign(p, j)) * W(x[r * p.n + j]) : W(0);
+}
+template <typename T, typename W>
+SWISK_FN void srht_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const W* work, SWISK_GLOBAL T* out) {
+  const sk_u64 r = e / p.k;
+  const sk_u32 i = sk_u32(e % p.k);
+  out[e] = T(work[r * p.big_n + sk_srht_perm(p, i, false)] * W(p.scale));
+}
+template <typename T, typename W>
+SWISK_FN void srht_t_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* g, SWISK_GLOBAL W* work) {
+  const sk_u64 r = e / p.big_n;
+  const sk_u32 q = sk_srht_perm(p, sk_u32(e % p.big_n), true);
+  work[e] = q < p.k ? W(g[r * p.k + q]) : W(0);
+}
+template <typename T, typename W>
+SWISK_FN void srht_t_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const W* work, SWISK_GLOBAL T* out) {
+  const sk_u64 r = e / p.n;
+  const sk_u32 j = sk_u32(e % p.n);
+  out[e] = T(W(sk_srht_sign(p, j)) * work[r * p.big_n + j] * W(p.scale));
+}
+
+// The passes' items and grid (SWISK_FWHT_THREADS threads per block, grid-stride, at most 4096 blocks).
+SWISK_HD SkGrid srht_grid(sk_u64 items) {
+  const sk_u64 blocks = sk_tiles(items, SWISK_FWHT_THREADS);
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
+}
+#define SWISK_SRHT_BODY(name, items, A, B)                                                              \
+  template <typename T>                                                                                  \
+  SWISK_FN void name##_body(SkIdx id, SWISK_CONST SrhtParams& p, A a, B b) {                            \
+    const sk_u64 stride = sk_u64(id.gdx) * id.bdx;                                                     \
+    for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < (items); e += stride) name##_at<T, float>(p, e, a, b); \
+  }
+SWISK_SRHT_BODY(srht_in, sk_u64(p.rows) * p.big_n, SWISK_GLOBAL const T*, SWISK_GLOBAL float*)
+SWISK_SRHT_BODY(srht_out, sk_u64(p.rows) * p.k, SWISK_GLOBAL const float*, SWISK_GLOBAL T*)
+SWISK_SRHT_BODY(srht_t_in, sk_u64(p.rows) * p.big_n, SWISK_GLOBAL const T*, SWISK_GLOBAL float*)
+SWISK_SRHT_BODY(srht_t_out, sk_u64(p.rows) * p.n, SWISK_GLOBAL const float*, SWISK_GLOBAL T*)
+#undef SWISK_SRHT_BODY
