@@ -15,10 +15,10 @@ __global__ void sketch_matrix_kernel(SketchParams p, T* out) {
   sketch_matrix_body<K, T>(cuda_idx(), p, out, taken);
 }
 
-template <typename T>
+template <int Q, typename T>
 __global__ void fwht_shared_kernel(FwhtParams p, const T* x, T* out) {
   SWISK_SHARED(float, buf, SWISK_FWHT_CHUNK);
-  fwht_shared_body<T>(cuda_idx(), p, x, out, buf);
+  fwht_shared_body<Q, T>(cuda_idx(), p, x, out, buf);
 }
 
 template <typename T>
@@ -29,7 +29,9 @@ __global__ void fwht_stage_kernel(FwhtParams p, T* out) {
 // The chunk pass, then one launch per register pass of longer rows, in order on the stream (x may be out).
 template <typename T>
 static void launch_fwht(const std::vector<FwhtParams>& passes, const T* x, T* out, void* stream) {
-  auto* fwht_shared = &fwht_shared_kernel<T>;
+  const sk_u32 q = fwht_unit(passes[0]);
+  static_assert(SWISK_FWHT_CUDA_UNIT == 4, "one kernel per unit size");
+  auto* fwht_shared = q == 4 ? &fwht_shared_kernel<4, T> : q == 2 ? &fwht_shared_kernel<2, T> : &fwht_shared_kernel<1, T>;
   auto* fwht_stage = &fwht_stage_kernel<T>;
   SWISK_LAUNCH(fwht_shared, to_dim3(fwht_shared_grid(passes[0])), dim3(SWISK_FWHT_THREADS), stream, passes[0], x,
                out);
@@ -39,8 +41,8 @@ static void launch_fwht(const std::vector<FwhtParams>& passes, const T* x, T* ou
 
 static void fwht(const FwhtArgs& a) {
   const int64_t n = a.x.size(-1);
-  const std::vector<FwhtParams> passes = fwht_passes(a.x.numel() / n, n, a.scale);
-  if (fwht_chunks(passes[0]) == 0) return;
+  const std::vector<FwhtParams> passes = fwht_passes(a.x.numel() / n, n, a.scale, SWISK_FWHT_CUDA_UNIT);
+  if (fwht_units(passes[0]) == 0) return;
   const DeviceGuard guard("fwht", a.x);
   dispatch_float<false>(a.x.dtype, "fwht", [&](auto tag) {
     using T = decltype(tag);
@@ -63,7 +65,7 @@ SWISK_SRHT_KERNEL(srht_t_out, const float*, T*)
 static void srht(const SrhtArgs& a) {
   const SrhtParams p = srht_params(a);
   if (p.rows == 0) return;
-  const std::vector<FwhtParams> passes = fwht_passes(p.rows, p.big_n, 1.0);
+  const std::vector<FwhtParams> passes = fwht_passes(p.rows, p.big_n, 1.0, SWISK_FWHT_CUDA_UNIT);
   const SkGrid wide = srht_grid(sk_u64(p.rows) * p.big_n), narrow = srht_grid(sk_u64(p.rows) * (a.transpose ? p.n : p.k));
   const DeviceGuard guard(a.transpose ? "srht_transpose" : "srht", a.x);
   dispatch_float<false>(a.x.dtype, "srht", [&](auto tag) {

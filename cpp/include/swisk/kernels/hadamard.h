@@ -8,16 +8,19 @@
 // ---- Fast Walsh-Hadamard transform: y = scale * H_n x along the last dimension (n a power of two, H_n
 // the Sylvester +-1 matrix), butterflies (a, b) -> (a + b, a - b) over distances h = 1, 2, ..., n/2, in
 // that order on every backend (so bitwise the same result), fp32 in registers.
-// GPUs, one read and one write per pass: the chunk pass gives a block SWISK_FWHT_CHUNK values (rows of
-// n <= the chunk packed together, or a row's first 2^13) and each thread 32 of them in registers. The
-// values go through shared memory (coalesced in, then three layouts whose registers hold index bits
-// [0, 5), [5, 10), [8, 13): the butterflies of those distances run in registers) and leave coalesced.
-// Rows longer than a chunk then take one register pass per 5 further distances (a thread's 32 values
-// 2^lo apart), so n = 2^15 costs two reads and two writes. The scale is applied by the last pass.
+// GPUs, one read and one write per pass: the chunk pass gives a block units of Q chunks of
+// SWISK_FWHT_CHUNK values (rows of n <= the chunk packed together, or Q chunks of a row) and each thread
+// 32 values of a chunk in registers. A chunk goes through shared memory (three layouts whose registers
+// hold index bits [0, 5), [5, 10), [8, 13): the butterflies of those distances run in registers), then
+// the distances 2^13 .. between the unit's chunks run in registers too; loads and stores are coalesced.
+// CUDA takes Q up to SWISK_FWHT_CUDA_UNIT (128 values per thread: n = 2^15 in one pass); Metal Q = 1.
+// Longer rows then take one register pass per 5 further distances (a thread's 32 values 2^lo apart).
+// The scale is applied by the last pass.
 #define SWISK_FWHT_THREADS 256
 #define SWISK_FWHT_REGS 32
 #define SWISK_FWHT_CHUNK_LOG2 13
 #define SWISK_FWHT_CHUNK (SWISK_FWHT_THREADS * SWISK_FWHT_REGS)  // 32 KiB of fp32: Metal's threadgroup memory
+#define SWISK_FWHT_CUDA_UNIT 4
 
 struct FwhtParams {
   sk_u32 rows, n;   // x is (rows, n)
@@ -27,9 +30,15 @@ struct FwhtParams {
 };
 
 SWISK_HD sk_u64 fwht_values(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * p.n; }
-SWISK_HD sk_u64 fwht_chunks(SWISK_CONST FwhtParams& p) { return sk_tiles(fwht_values(p), SWISK_FWHT_CHUNK); }
+// The chunk pass's Q (chunks per unit) and units.
+SWISK_HD sk_u32 fwht_unit(SWISK_CONST FwhtParams& p) {
+  return p.bits > SWISK_FWHT_CHUNK_LOG2 ? 1u << (p.bits - SWISK_FWHT_CHUNK_LOG2) : 1u;
+}
+SWISK_HD sk_u64 fwht_units(SWISK_CONST FwhtParams& p) {
+  return sk_tiles(fwht_values(p), fwht_unit(p) * SWISK_FWHT_CHUNK);
+}
 SWISK_HD SkGrid fwht_shared_grid(SWISK_CONST FwhtParams& p) {
-  return sk_tile_grid(fwht_chunks(p) > 65535 ? 65535 : fwht_chunks(p), 1);
+  return sk_tile_grid(fwht_units(p) > 65535 ? 65535 : fwht_units(p), 1);
 }
 // A register pass's items: one per group of 2^bits values.
 SWISK_HD sk_u64 fwht_groups(SWISK_CONST FwhtParams& p) { return fwht_values(p) >> p.bits; }
@@ -70,55 +79,90 @@ SWISK_HD sk_u32 fwht_slot(sk_u32 t, sk_u32 j, sk_u32 layout) {
 }
 
 #if defined(SWISK_BARRIER)
-// Chunk pass (p.lo = 0, p.bits = min(log2 n, 13)); buf: the block's SWISK_FWHT_CHUNK floats. Values
-// past the end enter as zeros and stay out: they only meet rows of their own.
-template <typename T>
+// Chunk pass (p.lo = 0, p.bits = min(log2 n, 13 + log2 Q)); buf: the block's SWISK_FWHT_CHUNK floats.
+// Values past the end enter as zeros and stay out: they only meet rows of their own.
+template <int Q, typename T>
 SWISK_FN void fwht_shared_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL T* out,
                                SWISK_TG float* buf) {
   const sk_u64 total = fwht_values(p);
-  const sk_u32 t = id.tx;
-  for (sk_u64 c = id.bx; c < fwht_chunks(p); c += id.gdx) {
-    const sk_u64 base = c << SWISK_FWHT_CHUNK_LOG2;
-    const sk_u32 size = total - base < SWISK_FWHT_CHUNK ? sk_u32(total - base) : SWISK_FWHT_CHUNK;
+  const sk_u32 t = id.tx, whole = Q * SWISK_FWHT_CHUNK;
+  for (sk_u64 c = id.bx; c < fwht_units(p); c += id.gdx) {
+    const sk_u64 base = c * whole;
+    const sk_u32 size = total - base < whole ? sk_u32(total - base) : whole;
+    const bool full = Q > 1 || size == whole;  // a unit of several chunks is part of one row: whole
     SWISK_GLOBAL const T* xc = x + base;
     SWISK_GLOBAL T* oc = out + base;
-    if (size == SWISK_FWHT_CHUNK) {
+    float v[Q][SWISK_FWHT_REGS];  // v[q][j]: value q * 2^13 + t + 256 j of the unit
+    if (full) {
       SWISK_UNROLL
-      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, 2)] = float(xc[t + SWISK_FWHT_THREADS * j]);
-    } else {
-      SWISK_UNROLL
-      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
-        const sk_u32 i = t + SWISK_FWHT_THREADS * j;
-        buf[fwht_slot(t, j, 2)] = i < size ? float(xc[i]) : 0.0f;
-      }
-    }
-    float v[SWISK_FWHT_REGS];
-    sk_u32 done = 0;  // distances 2^b, b < done, applied
-    SWISK_UNROLL
-    for (sk_u32 layout = 0; layout < 3; ++layout) {
-      SWISK_BARRIER();
-      SWISK_UNROLL
-      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[j] = buf[fwht_slot(t, j, layout)];
-      const sk_u32 s = layout == 0 ? 0u : layout == 1 ? 5u : 8u;
-      const sk_u32 end = s + 5 < p.bits ? s + 5 : p.bits;
-      if (end > done) {
-        fwht_registers(v, done - s, end - s);
-        done = end;
-      }
-      if (layout < 2) {
+      for (sk_u32 q = 0; q < Q; ++q) {
         SWISK_UNROLL
-        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, layout)] = v[j];
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
+          v[q][j] = float(xc[q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j]);
       }
-    }
-    if (size == SWISK_FWHT_CHUNK) {
-      SWISK_UNROLL
-      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) oc[t + SWISK_FWHT_THREADS * j] = T(v[j] * p.scale);
     } else {
       SWISK_UNROLL
-      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
-        if (t + SWISK_FWHT_THREADS * j < size) oc[t + SWISK_FWHT_THREADS * j] = T(v[j] * p.scale);
+      for (sk_u32 q = 0; q < Q; ++q) {
+        SWISK_UNROLL
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+          const sk_u32 i = q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j;
+          v[q][j] = i < size ? float(xc[i]) : 0.0f;
+        }
+      }
     }
-    SWISK_BARRIER();
+    SWISK_UNROLL
+    for (sk_u32 q = 0; q < Q; ++q) {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, 2)] = v[q][j];
+      sk_u32 done = 0;  // distances 2^b, b < done, applied
+      SWISK_UNROLL
+      for (sk_u32 layout = 0; layout < 3; ++layout) {
+        SWISK_BARRIER();
+        SWISK_UNROLL
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[q][j] = buf[fwht_slot(t, j, layout)];
+        const sk_u32 s = layout == 0 ? 0u : layout == 1 ? 5u : 8u;
+        const sk_u32 end = s + 5 < p.bits ? s + 5 : p.bits;
+        if (end > done) {
+          fwht_registers(v[q], done - s, end - s);
+          done = end;
+        }
+        if (layout < 2) {
+          SWISK_UNROLL
+          for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, layout)] = v[q][j];
+        }
+      }
+      SWISK_BARRIER();
+    }
+    SWISK_UNROLL
+    for (sk_u32 b = 0; (1u << b) < Q; ++b) {  // distance 2^(13 + b): chunk q with chunk q + 2^b
+      SWISK_UNROLL
+      for (sk_u32 q = 0; q < Q; ++q) {
+        if (q & (1u << b)) continue;
+        SWISK_UNROLL
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+          const float u = v[q][j], w = v[q + (1u << b)][j];
+          v[q][j] = u + w;
+          v[q + (1u << b)][j] = u - w;
+        }
+      }
+    }
+    if (full) {
+      SWISK_UNROLL
+      for (sk_u32 q = 0; q < Q; ++q) {
+        SWISK_UNROLL
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
+          oc[q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j] = T(v[q][j] * p.scale);
+      }
+    } else {
+      SWISK_UNROLL
+      for (sk_u32 q = 0; q < Q; ++q) {
+        SWISK_UNROLL
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+          const sk_u32 i = q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j;
+          if (i < size) oc[i] = T(v[q][j] * p.scale);
+        }
+      }
+    }
   }
 }
 #endif
