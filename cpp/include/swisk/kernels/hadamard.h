@@ -13,14 +13,17 @@
 // 32 values of a chunk in registers. A chunk goes through shared memory (three layouts whose registers
 // hold index bits [0, 5), [5, 10), [8, 13): the butterflies of those distances run in registers), then
 // the distances 2^13 .. between the unit's chunks run in registers too; loads and stores are coalesced.
-// CUDA takes Q up to SWISK_FWHT_CUDA_UNIT (128 values per thread: n = 2^15 in one pass); Metal Q = 1.
+// CUDA takes Q up to SWISK_FWHT_CUDA_UNIT (4: 128 values per thread, n = 2^15 in one pass; a build may
+// set 1 or 2 to compare on a device); Metal Q = 1.
 // Longer rows then take one register pass per 5 further distances (a thread's 32 values 2^lo apart).
 // The scale is applied by the last pass.
 #define SWISK_FWHT_THREADS 256
 #define SWISK_FWHT_REGS 32
 #define SWISK_FWHT_CHUNK_LOG2 13
 #define SWISK_FWHT_CHUNK (SWISK_FWHT_THREADS * SWISK_FWHT_REGS)  // 32 KiB of fp32: Metal's threadgroup memory
+#ifndef SWISK_FWHT_CUDA_UNIT
 #define SWISK_FWHT_CUDA_UNIT 4
+#endif
 
 struct FwhtParams {
   sk_u32 rows, n;   // x is (rows, n)
