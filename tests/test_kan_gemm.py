@@ -74,14 +74,18 @@ def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
             y3.backward(go)
 
 
-def test_route_rule():
+def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 100, 10, 10, 8, 8) == "gemm"  # past the fused kernels' orders
     assert routes.kan_route("cuda", 100, 10, 10, 8, 3) == "gemm"  # GPUs: the vendor GEMM by default
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"  # CPU: by the measured rule
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3) == "fused"  # in chunks within the bound
     assert routes.kan_route("cpu", 4, 2048, 2048, 8, 3) == "fused"
-    assert routes.kan_route("cpu", 1, 1000, 1000, 8, 3) == "gemm"  # one row: repacking costs more
+    assert routes.kan_route("cpu", 2, 1000, 1000, 8, 3) == "fused"
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert routes.kan_route("cpu", 1, 1000, 1000, 8, 3) == "fused"  # two threads share the repacking
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    assert routes.kan_route("cpu", 1, 1000, 1000, 8, 3) == "gemm"  # one row, one thread: repacking costs more
     assert routes.kan_route("cpu", 1, 64, 64, 8, 3) == "fused"  # tiny: the GEMM route's fixed costs
     assert routes.kan_route("cpu", 1024, 8, 500_000, 8, 3) == "gemm"  # 8 features' chunk: over 64 MiB
     with swisk.config.using(workspace_bytes=8 << 20):

@@ -35,15 +35,26 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
 #   b64 1000->1000: 0.64           b96 256->256: 0.56 (0.57)      b100 1000->1000: 0.59
 #   b128 64->64: 0.61              b128 128->128: 0.54            b128 512->512: 0.53
 #   b1024 256->256 (bench): 0.72 (0.72)   b64 2048->4096: (0.79)         b256 4096->4096: (0.60)
+# Rows 1-3 again (2026-11-25, later; fused / gemm, medians of 11 interleaved pairs, 1 thread (2 threads)):
+#   b1 128->128: 0.83 (0.75)      b1 256->256: 1.52 (1.00)      b1 512->512: 1.05 (0.85)
+#   b1 1000->1000: 1.14 (0.83)    b1 2048->2048: 1.37 (0.92)
+#   b2 128->128: 0.83 (0.62)      b2 256->256: 1.16 (0.75)      b2 320->320: 1.10     b2 384->384: 0.84
+#   b2 512->512: 0.67 (0.68)      b2 1000->1000: 0.82 (0.61)    b2 256->1024: 0.82    b2 1024->256: 0.57
+#   b3 192->192: 1.13             b3 256->256: 0.97 (0.84)      b3 512->512: 0.64 (0.61)
+#   b3 1000->1000: 0.76 (0.53)    b3 2048->2048: 0.84 (0.79)
+# The GEMM route's products with 2 or 3 rows are MKL GEMMs of inner dimension 2-3 (the weight gradient)
+# or 2-3 outputs rows, 2-3x a single row's GEMV and outer product; the fused kernels' cost is nearly
+# flat in the rows here (their weights' repacking dominates).
 # The fused kernels do k+2 multiply-adds per (row, feature, output) where the GEMM does n_basis+1, but
-# repack the weights and unpack their gradient on every call: with a single row (or up to 3) that costs
-# more than the GEMM route on all but tiny layers (scratch within 512 KiB), where the GEMM route's
-# fixed costs dominate. They run in chunks of outputs (forward) and features (backward) whose repacked
-# weights and gradient take a quarter of the layer's weights, 4 to 16 MiB (kan_cpu_chunk_bytes); that
-# must fit the workspace bound (swisk.config workspace_bytes).
+# repack the weights and unpack their gradient on every call: with a single row on one thread that
+# costs more than the GEMM route's GEMV on all but tiny layers (scratch within 512 KiB), where the GEMM
+# route's fixed costs dominate; with two threads the fused kernels split the repacking and win. They
+# run in chunks of outputs (forward) and features (backward) whose repacked weights and gradient take a
+# quarter of the layer's weights, 4 to 16 MiB (kan_cpu_chunk_bytes); that must fit the workspace bound
+# (swisk.config workspace_bytes).
 # (Before the non-finite weights' scan took its 2 words per weight only when it runs, that scratch
 # alone kept layers from 2048->4096 up on the GEMM route.)
-_FUSED_MIN_ROWS = 4
+_FUSED_MIN_ROWS = 2
 _FUSED_TINY_BYTES = 512 << 10  # the fused kernels' scratch of a tiny layer (b1 64->64: 0.33 MiB)
 
 
@@ -58,6 +69,6 @@ def _fused_bytes(in_f: int, out_f: int, n_basis: int, order: int) -> int:
 def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> str:
     if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
         return "gemm"
-    if rows >= _FUSED_MIN_ROWS:
+    if rows >= _FUSED_MIN_ROWS or torch.get_num_threads() > 1:
         return "fused"
     return "fused" if _fused_bytes(in_f, out_f, n_basis, order) <= _FUSED_TINY_BYTES else "gemm"
