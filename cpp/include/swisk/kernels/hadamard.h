@@ -81,6 +81,36 @@ SWISK_HD sk_u32 fwht_slot(sk_u32 t, sk_u32 j, sk_u32 layout) {
   return (t ^ (t >> 5) ^ ((j & 3u) << 3)) + SWISK_FWHT_THREADS * j;
 }
 
+// Value j of chunk q of a unit as thread t holds it: t + 256 j of the chunk (layout 2, coalesced).
+SWISK_HD sk_u32 fwht_unit_at(sk_u32 q, sk_u32 t, sk_u32 j) {
+  return q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j;
+}
+
+// A unit's values in or out of v (v[q * 32 + j]: fwht_unit_at(q, t, j)); past `size` zeros in, nothing
+// out, unless Full.
+template <bool Full, int Q, typename T>
+SWISK_FN void fwht_load_unit(SWISK_THREAD float* v, SWISK_GLOBAL const T* x, sk_u32 t, sk_u32 size) {
+  SWISK_UNROLL
+  for (sk_u32 q = 0; q < Q; ++q) {
+    SWISK_UNROLL
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+      const sk_u32 i = fwht_unit_at(q, t, j);
+      v[q * SWISK_FWHT_REGS + j] = Full || i < size ? float(x[i]) : 0.0f;
+    }
+  }
+}
+template <bool Full, int Q, typename T>
+SWISK_FN void fwht_store_unit(SWISK_THREAD const float* v, SWISK_GLOBAL T* out, sk_u32 t, sk_u32 size, float scale) {
+  SWISK_UNROLL
+  for (sk_u32 q = 0; q < Q; ++q) {
+    SWISK_UNROLL
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
+      const sk_u32 i = fwht_unit_at(q, t, j);
+      if (Full || i < size) out[i] = T(v[q * SWISK_FWHT_REGS + j] * scale);
+    }
+  }
+}
+
 #if defined(SWISK_BARRIER)
 // Chunk pass (p.lo = 0, p.bits = min(log2 n, 13 + log2 Q)); buf: the block's SWISK_FWHT_CHUNK floats.
 // Values past the end enter as zeros and stay out: they only meet rows of their own.
@@ -93,45 +123,32 @@ SWISK_FN void fwht_shared_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL
     const sk_u64 base = c * whole;
     const sk_u32 size = total - base < whole ? sk_u32(total - base) : whole;
     const bool full = Q > 1 || size == whole;  // a unit of several chunks is part of one row: whole
-    SWISK_GLOBAL const T* xc = x + base;
-    SWISK_GLOBAL T* oc = out + base;
-    float v[Q][SWISK_FWHT_REGS];  // v[q][j]: value q * 2^13 + t + 256 j of the unit
+    float v[Q * SWISK_FWHT_REGS];
     if (full) {
-      SWISK_UNROLL
-      for (sk_u32 q = 0; q < Q; ++q) {
-        SWISK_UNROLL
-        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
-          v[q][j] = float(xc[q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j]);
-      }
+      fwht_load_unit<true, Q>(v, x + base, t, size);
     } else {
-      SWISK_UNROLL
-      for (sk_u32 q = 0; q < Q; ++q) {
-        SWISK_UNROLL
-        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
-          const sk_u32 i = q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j;
-          v[q][j] = i < size ? float(xc[i]) : 0.0f;
-        }
-      }
+      fwht_load_unit<false, Q>(v, x + base, t, size);
     }
     SWISK_UNROLL
     for (sk_u32 q = 0; q < Q; ++q) {
+      SWISK_THREAD float* vq = v + q * SWISK_FWHT_REGS;
       SWISK_UNROLL
-      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, 2)] = v[q][j];
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, 2)] = vq[j];
       sk_u32 done = 0;  // distances 2^b, b < done, applied
       SWISK_UNROLL
       for (sk_u32 layout = 0; layout < 3; ++layout) {
         SWISK_BARRIER();
         SWISK_UNROLL
-        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[q][j] = buf[fwht_slot(t, j, layout)];
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) vq[j] = buf[fwht_slot(t, j, layout)];
         const sk_u32 s = layout == 0 ? 0u : layout == 1 ? 5u : 8u;
         const sk_u32 end = s + 5 < p.bits ? s + 5 : p.bits;
         if (end > done) {
-          fwht_registers(v[q], done - s, end - s);
+          fwht_registers(vq, done - s, end - s);
           done = end;
         }
         if (layout < 2) {
           SWISK_UNROLL
-          for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, layout)] = v[q][j];
+          for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, layout)] = vq[j];
         }
       }
       SWISK_BARRIER();
@@ -139,32 +156,17 @@ SWISK_FN void fwht_shared_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL
     SWISK_UNROLL
     for (sk_u32 b = 0; (1u << b) < Q; ++b) {  // distance 2^(13 + b): chunk q with chunk q + 2^b
       SWISK_UNROLL
-      for (sk_u32 q = 0; q < Q; ++q) {
-        if (q & (1u << b)) continue;
-        SWISK_UNROLL
-        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
-          const float u = v[q][j], w = v[q + (1u << b)][j];
-          v[q][j] = u + w;
-          v[q + (1u << b)][j] = u - w;
-        }
+      for (sk_u32 e = 0; e < Q * SWISK_FWHT_REGS; ++e) {
+        if (e & (SWISK_FWHT_REGS << b)) continue;
+        const float u = v[e], w = v[e + (SWISK_FWHT_REGS << b)];
+        v[e] = u + w;
+        v[e + (SWISK_FWHT_REGS << b)] = u - w;
       }
     }
     if (full) {
-      SWISK_UNROLL
-      for (sk_u32 q = 0; q < Q; ++q) {
-        SWISK_UNROLL
-        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
-          oc[q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j] = T(v[q][j] * p.scale);
-      }
+      fwht_store_unit<true, Q>(v, out + base, t, size, p.scale);
     } else {
-      SWISK_UNROLL
-      for (sk_u32 q = 0; q < Q; ++q) {
-        SWISK_UNROLL
-        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
-          const sk_u32 i = q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j;
-          if (i < size) oc[i] = T(v[q][j] * p.scale);
-        }
-      }
+      fwht_store_unit<false, Q>(v, out + base, t, size, p.scale);
     }
   }
 }
