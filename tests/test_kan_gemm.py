@@ -86,6 +86,7 @@ def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 1, 1000, 1000, 8, 3) == "fused"  # two threads share the repacking
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     assert routes.kan_route("cpu", 1, 1000, 1000, 8, 3) == "gemm"  # one row, one thread: repacking costs more
+    assert routes.kan_route("cpu", 1, 1000, 1000, 8, 3, differentiated=False) == "fused"  # a forward alone
     assert routes.kan_route("cpu", 1, 64, 64, 8, 3) == "fused"  # tiny: the GEMM route's fixed costs
     assert routes.kan_route("cpu", 1024, 8, 500_000, 8, 3) == "gemm"  # 8 features' chunk: over 64 MiB
     with swisk.config.using(workspace_bytes=8 << 20):
@@ -95,6 +96,25 @@ def test_route_rule(monkeypatch):
         assert routes.kan_route("cpu", 100, 10, 10, 18, 15) == "gemm"
     with swisk.config.using(kan_route="gemm"):
         assert routes.kan_route("cpu", 1, 4, 4, 8, 3) == "gemm"
+
+
+def test_inference_takes_the_fused_route_training_the_rule(monkeypatch, rng):
+    """One row on one thread: a recorded forward (and its backward) take the GEMM route, a forward
+    under no_grad the fused kernels."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    calls = []
+    for name in ("forward", "backward"):
+        real = getattr(kan_gemm, name)
+        monkeypatch.setattr(kan_gemm, name, lambda *a, _r=real, _n=name, **kw: calls.append(_n) or _r(*a, **kw))
+    layer = swisk.nn.KANLinear(1000, 1000)
+    x = torch.randn(1, 1000, generator=rng)
+    with torch.no_grad():
+        y0 = layer(x)
+    assert calls == []
+    y1 = layer(x)
+    y1.sum().backward()
+    assert calls == ["forward", "backward"]
+    torch.testing.assert_close(y0, y1.detach(), rtol=1e-5, atol=1e-5)
 
 
 def test_config_errors():

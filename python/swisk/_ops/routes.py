@@ -12,8 +12,10 @@ from .._backend import dtype_code
 MAX_FUSED_ORDER = 7  # the fused kernels' register arrays (kernels/bspline.h SWISK_MAX_SPLINE_ORDER)
 
 
-def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> str:
-    """'gemm' or 'fused' for a kan_linear call (forward and backward take the same route)."""
+def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, order: int,
+              differentiated: bool = True) -> str:
+    """'gemm' or 'fused' for a kan_linear call; differentiated: its backward follows (forward and
+    backward then take the same route), else a forward alone (inference)."""
     chosen = config._settings["kan_route"]  # per call: the plain lookup
     if chosen == "fused" and order <= MAX_FUSED_ORDER:
         return "fused"
@@ -21,7 +23,7 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
         return "gemm"
     if backend != "cpu":  # CUDA, MPS and their emulators: the vendor GEMM until a device measurement decides
         return "gemm"
-    return _cpu_rule(rows, in_f, out_f, n_basis, order)
+    return _cpu_rule(rows, in_f, out_f, n_basis, order, differentiated)
 
 
 # Measured on a 2-core EPYC (torch 2.13, MKL; fwd+bwd fp32, k=3, G=5, uniform knots, interleaved medians
@@ -42,6 +44,10 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
 #   b2 512->512: 0.67 (0.68)      b2 1000->1000: 0.82 (0.61)    b2 256->1024: 0.82    b2 1024->256: 0.57
 #   b3 192->192: 1.13             b3 256->256: 0.97 (0.84)      b3 512->512: 0.64 (0.61)
 #   b3 1000->1000: 0.76 (0.53)    b3 2048->2048: 0.84 (0.79)
+# A forward alone (no backward to follow, e.g. inference), fused / gemm (2026-11-25, 11 pairs, 1 thread
+# (2 threads)): b1 64->64 0.48 (0.48), 256->256 0.58 (0.62), 512->512 0.49, 1000->1000 0.47 (0.46),
+# 2048->2048 0.76 (0.69); b2, b4, b16 1000->1000 0.41, 0.49, 0.51: the GEMM route's forward packs
+# spline_weight·spline_scaler (a pass over the weights that its backward would reuse).
 # The GEMM route's products with 2 or 3 rows are MKL GEMMs of inner dimension 2-3 (the weight gradient)
 # or 2-3 outputs rows, 2-3x a single row's GEMV and outer product; the fused kernels' cost is nearly
 # flat in the rows here (their weights' repacking dominates).
@@ -66,9 +72,9 @@ def _fused_bytes(in_f: int, out_f: int, n_basis: int, order: int) -> int:
                    for back in (False, True))
 
 
-def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> str:
+def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differentiated: bool) -> str:
     if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
         return "gemm"
-    if rows >= _FUSED_MIN_ROWS or torch.get_num_threads() > 1:
+    if not differentiated or rows >= _FUSED_MIN_ROWS or torch.get_num_threads() > 1:
         return "fused"
     return "fused" if _fused_bytes(in_f, out_f, n_basis, order) <= _FUSED_TINY_BYTES else "gemm"

@@ -6,7 +6,7 @@ import torch
 from .. import _C, reference
 from . import kan_gemm, routes
 from .. import _backend
-from .define import OpSpec, _Prepared, _run, define, invoke, wrapper
+from .define import OpSpec, _Prepared, _run, define, invoke, recording, wrapper
 
 
 def _kan_ref(x, grid, bw, sw, sc, k):
@@ -183,7 +183,7 @@ def _kan_shapes(x, grid, bw, sw, sc, k):
 
 
 # ---- kan_linear ------------------------------------------------------------------------------------
-def _route(backend: str, tensors, scalars) -> tuple:
+def _route(backend: str, tensors, scalars, differentiated: bool) -> tuple:
     """(tf32, gemm): fp32 may run on the CUDA matrix units as tf32, as torch's matmuls do under this
     flag; gemm: the call takes the GEMM route (routes.py), prepare then validates only."""
     x, sw = tensors[0], tensors[3]
@@ -192,11 +192,16 @@ def _route(backend: str, tensors, scalars) -> tuple:
         return tf32, False
     in_f = x.shape[-1]
     rows = x.numel() // in_f if in_f else 0
-    return tf32, routes.kan_route(backend, rows, in_f, sw.shape[0], sw.shape[2], scalars[0]) == "gemm"
+    route = routes.kan_route(backend, rows, in_f, sw.shape[0], sw.shape[2], scalars[0], differentiated)
+    return tf32, route == "gemm"
+
+
+def _forward_route(backend: str, tensors, scalars) -> tuple:
+    return _route(backend, tensors, scalars, recording())
 
 
 def _backward_route(backend: str, tensors, scalars) -> tuple:
-    return _route(backend, tensors, scalars)[1:]
+    return _route(backend, tensors, scalars, True)[1:]
 
 
 def _kan_gemm(tensors, scalars):
@@ -233,7 +238,7 @@ def _kan_backward(need, saved, scalars, grads):
 
 KAN_LINEAR = OpSpec(
     name="kan_linear", inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?"),
-    scalars=(("spline_order", int),), outputs=("out",), prepare=_C.kan_linear_prepare, extra=_route,
+    scalars=(("spline_order", int),), outputs=("out",), prepare=_C.kan_linear_prepare, extra=_forward_route,
     composite=_kan_gemm,
     backward=_kan_backward, reference=_kan_ref, autocast="lower", row_outputs=("out",),
     fake_shapes=_kan_shapes,
