@@ -117,6 +117,27 @@ def test_inference_takes_the_fused_route_training_the_rule(monkeypatch, rng):
     torch.testing.assert_close(y0, y1.detach(), rtol=1e-5, atol=1e-5)
 
 
+def test_the_backward_takes_its_forwards_route(monkeypatch, rng):
+    """A route chosen around the forward alone (swisk.config.using) holds for its backward, which runs
+    outside it; so do the rule's choices when the settings change in between."""
+    calls = []
+    real = kan_gemm.backward
+    monkeypatch.setattr(kan_gemm, "backward", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    layer = swisk.nn.KANLinear(40, 30)
+    x = torch.randn(64, 40, generator=rng)
+    grads = []
+    for route in ("gemm", "fused"):
+        calls.clear()
+        with swisk.config.using(kan_route=route):
+            y = layer(x)
+        with swisk.config.using(kan_route="fused" if route == "gemm" else "gemm"):
+            y.square().sum().backward()
+        assert len(calls) == (route == "gemm"), route
+        grads.append(layer.spline_weight.grad)
+        layer.zero_grad(set_to_none=True)
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-5)
+
+
 def test_config_errors():
     with pytest.raises(ValueError, match=r"\[swisk.config\] kan_route: must be one of auto, gemm, fused"):
         swisk.config.set(kan_route="fast")

@@ -6,7 +6,7 @@ import torch
 from .. import _C, reference
 from . import kan_gemm, routes
 from .. import _backend
-from .define import OpSpec, _Prepared, _run, define, invoke, recording, wrapper
+from .define import OpSpec, _Prepared, _run, define, hold, invoke, recording, take, wrapper
 
 
 def _kan_ref(x, grid, bw, sw, sc, k):
@@ -196,12 +196,23 @@ def _route(backend: str, tensors, scalars, differentiated: bool) -> tuple:
     return tf32, route == "gemm"
 
 
+def _route_key(tensors):
+    sw = tensors[3]
+    return id(sw), sw._version, tuple(sw.shape), tuple(tensors[0].shape)
+
+
 def _forward_route(backend: str, tensors, scalars) -> tuple:
-    return _route(backend, tensors, scalars, recording())
+    """The forward's route; a recorded forward leaves it for its backward, which then takes the same
+    route whatever the settings when it runs (swisk.config.using around the forward alone)."""
+    tf32, gemm = _route(backend, tensors, scalars, recording())
+    if recording():
+        hold(tensors[3], "_swisk_route", _route_key(tensors), gemm)
+    return tf32, gemm
 
 
 def _backward_route(backend: str, tensors, scalars) -> tuple:
-    return _route(backend, tensors, scalars, True)[1:]
+    held = take(tensors[3], "_swisk_route", _route_key(tensors))
+    return (held,) if held is not None else _route(backend, tensors, scalars, True)[1:]
 
 
 def _kan_gemm(tensors, scalars):
