@@ -48,9 +48,9 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
 # (2 threads)): b1 64->64 0.48 (0.48), 256->256 0.58 (0.62), 512->512 0.49, 1000->1000 0.47 (0.46),
 # 2048->2048 0.76 (0.69); b2, b4, b16 1000->1000 0.41, 0.49, 0.51: the GEMM route's forward packs
 # spline_weight·spline_scaler (a pass over the weights that its backward would reuse).
-# The GEMM route's products with 2 or 3 rows are MKL GEMMs of inner dimension 2-3 (the weight gradient)
-# or 2-3 outputs rows, 2-3x a single row's GEMV and outer product; the fused kernels' cost is nearly
-# flat in the rows here (their weights' repacking dominates).
+# The GEMM route's products with 2 or 3 rows (the weight gradient's GEMM of inner dimension 2-3, and
+# GEMMs of 2-3 output rows) take 2-3x a single row's outer product and GEMV; the fused kernels' cost is
+# nearly flat in the rows here (their weights' repacking dominates).
 # The fused kernels do k+2 multiply-adds per (row, feature, output) where the GEMM does n_basis+1, but
 # repack the weights and unpack their gradient on every call: with a single row on one thread that
 # costs more than the GEMM route's GEMV on all but tiny layers (scratch within 512 KiB), where the GEMM
