@@ -30,8 +30,11 @@ __global__ void fwht_stage_kernel(FwhtParams p, T* out) {
 template <typename T>
 static void launch_fwht(const std::vector<FwhtParams>& passes, const T* x, T* out, void* stream) {
   const sk_u32 q = fwht_unit(passes[0]);
-  static_assert(SWISK_FWHT_CUDA_UNIT == 1 || SWISK_FWHT_CUDA_UNIT == 2 || SWISK_FWHT_CUDA_UNIT == 4, "units of 1, 2, 4");
-  auto* fwht_shared = q == 4 ? &fwht_shared_kernel<4, T> : q == 2 ? &fwht_shared_kernel<2, T> : &fwht_shared_kernel<1, T>;
+  static_assert(SWISK_FWHT_CUDA_UNIT == 1 || SWISK_FWHT_CUDA_UNIT == 2 || SWISK_FWHT_CUDA_UNIT == 4,
+                "units of 1, 2 or 4 chunks");
+  auto* fwht_shared = q == 4   ? &fwht_shared_kernel<4, T>
+                      : q == 2 ? &fwht_shared_kernel<2, T>
+                               : &fwht_shared_kernel<1, T>;
   auto* fwht_stage = &fwht_stage_kernel<T>;
   SWISK_LAUNCH(fwht_shared, to_dim3(fwht_shared_grid(passes[0])), dim3(SWISK_FWHT_THREADS), stream, passes[0], x,
                out);

@@ -38,8 +38,6 @@ def _key(t):
     return None if t is None else (id(t), t.data_ptr(), t._version, t.dtype, t.device)
 
 
-
-
 def _spare(bw, sw, sc):
     """On the CPU, trainable weights keep their last W's buffer and every forward packs into it: a
     fresh allocation of that size costs its page faults on every step. (Repacked each time: never a

@@ -188,27 +188,45 @@ SWISK_FN A sk_silu_deriv(A x, sk_i32 m) {
 
 // ---- kernel bodies (one thread per (row, feature), grid-stride) ---------------------------------
 
+// Element e = (row n, feature i) of an expansion: silu's column written to out (when p.base), and the
+// local bases for bspline_element_basis.
+template <sk_i32 M, typename A>
+struct BsplineElement {
+  A v[M + 1];
+  sk_i32 span;
+  bool ok;  // the feature's knot row is valid (else its bases are NaN)
+};
+template <sk_i32 M, typename T>
+SWISK_FN BsplineElement<M, typename sk_acc<T>::type> bspline_expand_element(
+    SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL const T* grid, SWISK_GLOBAL T* out,
+    sk_u64 e) {
+  typedef typename sk_acc<T>::type A;
+  const sk_u64 n = e / p.in, i = e % p.in;
+  SWISK_GLOBAL const T* g = grid + i * p.n_knots;
+  const A xv = A(x[e]);
+  BsplineElement<M, A> l;
+  l.span = bspline_local_m<M>(xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), l.v);
+  l.ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
+  if (p.base) out[n * p.width + i] = T(sk_silu_deriv(xv, sk_i32(p.deriv)));
+  return l;
+}
+// Basis j of the element (NaN for a bad knot row).
+template <sk_i32 M, typename A>
+SWISK_FN A bspline_element_basis(SWISK_THREAD const BsplineElement<M, A>& l, sk_i32 j) {
+  const A b = bspline_pick_m<M>(l.v, l.span, j);
+  return l.ok ? b : sk_nan(b);
+}
+
 // out[n, :] = the expanded operand of row n (layout: BsplineParams). A bad knot row gives NaN bases.
 template <sk_i32 M, typename T>
 SWISK_FN void bspline_expand_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
                                   SWISK_GLOBAL const T* grid, SWISK_GLOBAL T* out) {
-  typedef typename sk_acc<T>::type A;
   const sk_u64 total = sk_u64(p.rows) * p.in;
   const sk_u64 step = sk_u64(id.bdx) * id.gdx;
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < total; e += step) {
-    const sk_u64 n = e / p.in, i = e % p.in;
-    SWISK_GLOBAL const T* g = grid + i * p.n_knots;
-    SWISK_GLOBAL T* row = out + n * p.width;
-    const A xv = A(x[e]);
-    A v[M + 1];
-    const sk_i32 span = bspline_local_m<M>(xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
-    const bool ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
-    if (p.base) row[i] = T(sk_silu_deriv(xv, sk_i32(p.deriv)));
-    SWISK_GLOBAL T* o = row + p.base * p.in + i * p.n_basis;
-    for (sk_i32 j = 0; j < sk_i32(p.n_basis); ++j) {
-      const A b = bspline_pick_m<M>(v, span, j);
-      o[j] = T(ok ? b : sk_nan(b));
-    }
+    const BsplineElement<M, typename sk_acc<T>::type> l = bspline_expand_element<M, T>(p, x, grid, out, e);
+    SWISK_GLOBAL T* o = out + (e / p.in) * p.width + p.base * p.in + (e % p.in) * p.n_basis;
+    for (sk_i32 j = 0; j < sk_i32(p.n_basis); ++j) o[j] = T(bspline_element_basis<M>(l, j));
   }
 }
 
@@ -243,17 +261,8 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
   for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {  // the same trip count for the whole block
     const sk_u64 e0 = tile * f, cnt = total - e0 < f ? total - e0 : f;
     if (id.tx < cnt) {
-      const sk_u64 e = e0 + id.tx, n = e / p.in, i = e % p.in;
-      SWISK_GLOBAL const T* g = grid + i * p.n_knots;
-      const A xv = A(x[e]);
-      A v[M + 1];
-      const sk_i32 span = bspline_local_m<M>(xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
-      const bool ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
-      if (p.base) out[n * p.width + i] = T(sk_silu_deriv(xv, sk_i32(p.deriv)));
-      for (sk_i32 j = 0; j < sk_i32(nb); ++j) {
-        const A b = bspline_pick_m<M>(v, span, j);
-        stage[sk_u64(id.tx) * nb + j] = ok ? b : sk_nan(b);
-      }
+      const BsplineElement<M, A> l = bspline_expand_element<M, T>(p, x, grid, out, e0 + id.tx);
+      for (sk_i32 j = 0; j < sk_i32(nb); ++j) stage[sk_u64(id.tx) * nb + j] = bspline_element_basis<M>(l, j);
     }
     SWISK_BARRIER();
     // The tile starts at spline column c0 of row n0; a column c past the row's end is in row n0 + c / row_cols.

@@ -14,7 +14,8 @@
 // hold index bits [0, 5), [5, 10), [8, 13): the butterflies of those distances run in registers), then
 // the distances 2^13 .. between the unit's chunks run in registers too; loads and stores are coalesced.
 // CUDA takes Q up to SWISK_FWHT_CUDA_UNIT (4: 128 values per thread, n = 2^15 in one pass; a build may
-// set 1 or 2 to compare on a device); Metal Q = 1.
+// set 1 or 2 to compare on a device); Metal SWISK_FWHT_METAL_UNIT = 1 (its register budget per thread
+// is unknown here, and a threadgroup it refuses would fail the dispatch).
 // Longer rows then take one register pass per 5 further distances (a thread's 32 values 2^lo apart).
 // The scale is applied by the last pass.
 #define SWISK_FWHT_THREADS 256
@@ -24,6 +25,7 @@
 #ifndef SWISK_FWHT_CUDA_UNIT
 #define SWISK_FWHT_CUDA_UNIT 4
 #endif
+#define SWISK_FWHT_METAL_UNIT 1
 
 struct FwhtParams {
   sk_u32 rows, n;   // x is (rows, n)
