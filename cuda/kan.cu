@@ -84,9 +84,10 @@ static void backward(const KanLinearBackwardArgs& a) {
     const T* sc = a.spline_scaler.ptr<const T>();
     float* ws = a.work.ptr<float>();
     const dim3 block(kTile, kTile);
-    if (p.rows > 0)
+    if (p.rows > 0 && a.need_x)
       SWISK_LAUNCH(kan_backward_x_kernel<T>, to_dim3(kan_backward_x_grid(p)), block, a.launch.stream, p, x, g, bw, sw,
                    sc, gy, a.grad_x.ptr<T>());
+    if (!a.need_weights) return;
     if (!kan_mma_backward_w(a, p))
       SWISK_LAUNCH(kan_backward_w_kernel<T>, to_dim3(kan_backward_w_grid(p)), block, a.launch.stream, p, x, g, gy,
                    a.grad_base_weight.ptr<T>(), ws);

@@ -22,10 +22,11 @@ static void forward(const KanLinearArgs& a) {
 static void backward(const KanLinearBackwardArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   if (p.out == 0 || p.in == 0) return;
-  if (p.rows > 0)
+  if (p.rows > 0 && a.need_x)
     submit(a.launch, make_plan(a, "kan_backward_x", p, kan_backward_x_grid(p), kTile, kTile,
                                {&a.x, &a.grid, &a.base_weight, &a.spline_weight, &a.spline_scaler, &a.grad_out,
                                 &a.grad_x}));
+  if (!a.need_weights) return;
   submit(a.launch, make_plan(a, "kan_backward_w", p, kan_backward_w_grid(p), kTile, kTile,
                              {&a.x, &a.grid, &a.grad_out, &a.grad_base_weight, &a.work}));
   submit(a.launch, make_plan(a, "kan_backward_scale", p, kan_backward_scale_grid(p), SWISK_STRIDE_THREADS, 1,

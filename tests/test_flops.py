@@ -21,6 +21,7 @@ def test_kan_linear(rng, route):
     with swisk.config.using(kan_route=route):
         assert flops(lambda: m(x)) == fwd
         assert flops(lambda: m(x).sum().backward()) == 3 * fwd
+        assert flops(lambda: m(x.detach()).sum().backward()) == 2 * fwd  # no grad_x
 
 
 def test_wavelet_conv_and_sketch_ops(rng):

@@ -86,6 +86,32 @@ def test_backward_matches_reference(backend, rng, route, base, scaler):
             assert rel_err(g, w) <= tol, f"{backend} {dtype} grad {i}: {rel_err(g, w):.3g} (seed {rng.initial_seed()})"
 
 
+@pytest.mark.parametrize("need_x,need_weights", [(False, True), (True, False)])
+def test_backward_computes_only_what_is_needed(backend, rng, route, need_x, need_weights):
+    """A first layer (x needs no gradient) or frozen weights: the op's gradients that are asked for match
+    the reference, the others come back empty; through autograd, the same gradients."""
+    dev = testing.device_of(backend)
+    for dtype in [torch.float64, torch.float32] if backend == "cpu" else [torch.float32]:
+        x, grid, bw, sw, sc = [t.to(dev) for t in make(rng, 33, 17, 18, 6, 3, dtype)]
+        go = torch.randn(33, 18, generator=rng, dtype=dtype).to(dev)
+        got = torch.ops.swisk.kan_linear_backward(x, grid, bw, sw, sc, go, 3, need_x, need_weights)
+        leaves = [t.detach().cpu().double().requires_grad_() for t in (x, bw, sw, sc)]
+        yr = reference.kan_linear(leaves[0], grid.cpu().double(), *leaves[1:], 3)
+        want = torch.autograd.grad(yr, leaves, go.cpu().double())
+        tol = 1e-12 if dtype == torch.float64 else 5e-5
+        for k, (g, w, n) in enumerate(zip(got, want, (need_x, need_weights, need_weights, need_weights))):
+            if not n:
+                assert g.numel() == 0, f"grad {k} computed though not needed"
+                continue
+            assert g.shape == w.shape and rel_err(g.cpu(), w) <= tol, f"{backend} {dtype} grad {k}"
+        moving = [x.requires_grad_(need_x)] + [t.requires_grad_(need_weights) for t in (bw, sw, sc)]
+        y = swisk.ops.kan_linear(moving[0], grid, *moving[1:], 3)
+        live = [k for k, t in enumerate(moving) if t.requires_grad]
+        grads = torch.autograd.grad(y, [moving[k] for k in live], go)
+        for k, g in zip(live, grads):
+            assert rel_err(g.cpu(), want[k]) <= tol, f"{backend} {dtype} autograd grad {k}"
+
+
 def test_backward_half_precision(backend, rng, route):
     for dtype in (torch.float16, torch.bfloat16):
         args = make(rng, 20, 9, 10, 5, 3, dtype)
@@ -118,6 +144,17 @@ def test_gradcheck_fp64(rng, route, order):
     assert torch.autograd.gradcheck(lambda x, s: swisk.ops.kan_linear(x, grid, None, s, None, order), (x, ws[1]))
 
 
+def test_second_derivatives_of_a_partial_backward(rng, route):
+    """gradgradcheck with x constant (only the weights move) and with frozen weights (only x moves): the
+    backward computed for part of the inputs is differentiable again."""
+    x, grid, bw, sw, sc = make(rng, 7, 3, 4, 4, 3)
+    x = x[3:] + 1e-3  # away from the knots
+    assert torch.autograd.gradgradcheck(lambda b, s, c: swisk.ops.kan_linear(x, grid, b, s, c, 3),
+                                        [t.clone().requires_grad_() for t in (bw, sw, sc)])
+    assert torch.autograd.gradgradcheck(lambda x: swisk.ops.kan_linear(x, grid, bw, sw, sc, 3),
+                                        [x.clone().requires_grad_()])
+
+
 def test_opcheck(rng, route):
     x, grid, bw, sw, sc = make(rng, 5, 4, 3, 5, 3, torch.float32)
     x.requires_grad_()
@@ -125,7 +162,9 @@ def test_opcheck(rng, route):
     torch.library.opcheck(torch.ops.swisk.kan_linear.default, (x, grid, bw, sw, sc, 3))
     torch.library.opcheck(torch.ops.swisk.kan_linear.default, (x, grid, None, sw, None, 3))
     go = torch.randn(5, 3, generator=rng)
-    torch.library.opcheck(torch.ops.swisk.kan_linear_backward.default, (x.detach(), grid, bw.detach(), sw, sc, go, 3))
+    for need in ((True, True), (False, True), (True, False)):
+        torch.library.opcheck(torch.ops.swisk.kan_linear_backward.default,
+                              (x.detach(), grid, bw.detach(), sw, sc, go, 3, *need))
 
 
 def test_compile_fullgraph(rng, route):

@@ -139,8 +139,10 @@ def _metal_cases(rng):
         (spline.CONTRACT, [x, grid, torch.randn(9, 5 * 5, generator=rng)], (6, 2, False)),
         (spline.KAN_LINEAR, [x, grid, bw, sw, sc], (3, False, False)),
         (spline.KAN_LINEAR, [x, grid, None, sw, None], (3, False, False)),
-        (spline.KAN_LINEAR_BACKWARD, [x, grid, bw, sw, sc, gy], (3, False)),
-        (spline.KAN_LINEAR_BACKWARD, [x, grid, None, sw, None, gy], (3, False)),
+        (spline.KAN_LINEAR_BACKWARD, [x, grid, bw, sw, sc, gy], (3, True, True, False)),
+        (spline.KAN_LINEAR_BACKWARD, [x, grid, None, sw, None, gy], (3, True, True, False)),
+        (spline.KAN_LINEAR_BACKWARD, [x, grid, bw, sw, sc, gy], (3, False, True, False)),  # no grad_x
+        (spline.KAN_LINEAR_BACKWARD, [x, grid, bw, sw, sc, gy], (3, True, False, False)),  # frozen weights
         (wavelet.WAVELET_KAN, [x, s, t, bw], ("morlet",)),
         (wavelet.WAVELET_KAN_BACKWARD, [x, s, t, bw, gy], ("meyer",)),
         (sketch.SKETCH_MATRIX, [torch.empty(0)], ("gaussian", 7, 300, 5, 1, 6, 2, 290, 3)),
@@ -258,3 +260,21 @@ def test_metal_emu_guards_every_bound_buffer(rng):
     short = [(t.data_ptr(), sizes[i] // (2 if i == 2 else 1)) for i, t in zip(slots, (x, grid, out))]
     with pytest.raises(RuntimeError, match="write out of bounds after"):
         _C.metal_emu_run(kernel, list(g), list(tg), params, short)
+
+
+def test_compile_caches_are_keyed_on_the_op_schemas(monkeypatch):
+    """torch.compile's on-disk caches name an op in a graph's key but not its schema: swisk puts a hash of
+    its schemas in torch.compiler.config.cache_key_tag, so a graph compiled against an older swisk's
+    schemas recompiles instead of calling an op with the old arguments. The user's own tag stays."""
+    from swisk._ops import define
+
+    assert re.search(r"(^| )swisk-[0-9a-f]{16}( |$)", torch.compiler.config.cache_key_tag)
+    monkeypatch.setattr(torch.compiler.config, "cache_key_tag", "mine")
+    define.tag_compile_caches()
+    now = torch.compiler.config.cache_key_tag
+    define.tag_compile_caches()  # idempotent
+    assert now == torch.compiler.config.cache_key_tag and now.startswith("mine swisk-")
+    monkeypatch.setattr(define, "SCHEMAS", define.SCHEMAS + ["kan_linear_backward(Tensor x) -> Tensor"])
+    monkeypatch.setattr(torch.compiler.config, "cache_key_tag", "mine")
+    define.tag_compile_caches()
+    assert torch.compiler.config.cache_key_tag != now  # another schema, another key

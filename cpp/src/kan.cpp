@@ -173,11 +173,13 @@ std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwar
   auto c = a.gemm ? make_plan_call(a, b, &check_grid_values<KanLinearBackwardArgs>) : make_call(op, a, b, &check_grid_values<KanLinearBackwardArgs>);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   const std::vector<int64_t> none{0};
-  c->outputs = {shape_of(a.x), present(a.base_weight) ? shape_of(a.base_weight) : none, shape_of(a.spline_weight),
-                present(a.spline_scaler) ? shape_of(a.spline_scaler) : none};
+  const bool w = a.need_weights;
+  c->outputs = {a.need_x ? shape_of(a.x) : none, w && present(a.base_weight) ? shape_of(a.base_weight) : none,
+                w ? shape_of(a.spline_weight) : none, w && present(a.spline_scaler) ? shape_of(a.spline_scaler) : none};
   // Nothing to contract (no outputs, features or rows): gradients the kernels leave unwritten are zero.
   const bool empty = p.out == 0 || p.in == 0 || p.rows == 0;
-  c->zero_outputs = {uint8_t(p.out == 0 || p.in == 0), uint8_t(empty), uint8_t(empty), uint8_t(empty)};
+  c->zero_outputs = {uint8_t(a.need_x && (p.out == 0 || p.in == 0)), uint8_t(w && empty), uint8_t(w && empty),
+                     uint8_t(w && empty)};
   if (!a.gemm) c->work = kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, true);
   return c;
 }

@@ -32,13 +32,15 @@ void bind_spline(nb::module_& m) {
         "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "order"_a, "tf32"_a, "gemm"_a, "backend"_a);
   m.def("kan_linear_backward_prepare",
         [](nb::handle x, nb::handle grid, nb::handle bw, nb::handle sw, nb::handle sc, nb::handle gy, int order,
-           bool gemm, const std::string& backend) {
+           bool need_x, bool need_weights, bool gemm, const std::string& backend) {
           KanLinearBackwardArgs a{view(x), view(grid), view_or_none(bw), view(sw), view_or_none(sc), view(gy)};
           a.order = order;
           a.gemm = gemm;
+          a.need_x = need_x, a.need_weights = need_weights;
           return kan_linear_backward_prepare(a, backend_from_name(backend));
         },
-        "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "gy"_a, "order"_a, "gemm"_a, "backend"_a);
+        "x"_a, "grid"_a, "bw"_a.none(), "sw"_a, "sc"_a.none(), "gy"_a, "order"_a, "need_x"_a, "need_weights"_a,
+        "gemm"_a, "backend"_a);
   m.def("kan_unpack_prepare", [](nb::handle x, nb::handle sw, nb::handle sc, const std::string& backend) {
     return kan_unpack_prepare(KanUnpackArgs{view(x), view(sw), view(sc)}, backend_from_name(backend));
   });

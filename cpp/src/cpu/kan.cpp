@@ -222,12 +222,12 @@ SK_VEC_INLINE void dw_tile(A* g0, A* gs, int64_t rs, int64_t vs, const A* const*
   }
 }
 
-// The locals (with derivatives) of rows [n0, n0 + nn), the chunk's features, into loc[(i - i0) * nn + r]:
-// uniform knots in vector lanes, else one by one. xa, silu, dsilu: row buffers padded to whole blocks
-// of lanes (i0 is a multiple of them).
+// The locals (with derivatives when dx) of rows [n0, n0 + nn), the chunk's features, into
+// loc[(i - i0) * nn + r]: uniform knots in vector lanes, else one by one. xa, silu, dsilu: row buffers
+// padded to whole blocks of lanes (i0 is a multiple of them).
 template <int K, typename T, typename A>
 void backward_locals(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int64_t hi, Local<K, A, true>* loc,
-                     A* xa, A* silu, A* dsilu) {
+                     A* xa, A* silu, A* dsilu, bool dx) {
   const KanParams& p = c.p;
   constexpr int L = uniform_lanes<A>();
   const int64_t i0 = c.i0, i1 = c.i0 + c.ic;
@@ -239,16 +239,16 @@ void backward_locals(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int
     }
     for (int64_t i = i0; i < i1; ++i) xa[i] = A(xr[i]);
     silu_row<A, A, A>(xa + i0, silu + i0, c.ic, 0);
-    silu_row<A, A, A>(xa + i0, dsilu + i0, c.ic, 1);
-    A v[K + 1][L], dv[K + 1][L];
+    if (dx) silu_row<A, A, A>(xa + i0, dsilu + i0, c.ic, 1);
+    A v[K + 1][L], dv[K + 1][L] = {};
     int span[L];
     for (int64_t b = i0; b < i1; b += L) {
       uniform_block<K, A>(*c.ud, xa, b, p.n_knots, false, v, span);
-      uniform_block<K, A>(*c.ud, xa, b, p.n_knots, true, dv, span);
+      if (dx) uniform_block<K, A>(*c.ud, xa, b, p.n_knots, true, dv, span);
       for (int64_t e = 0; e < L && b + e < i1; ++e) {
         Local<K, A, true>& d = loc[(b + e - i0) * nn + r];
         d.c[0] = p.has_base ? silu[b + e] : A(0);
-        d.d[0] = p.has_base ? dsilu[b + e] : A(0);
+        d.d[0] = p.has_base && dx ? dsilu[b + e] : A(0);
         for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e], d.d[q + 1] = dv[q][e];
         place(d, span[e], int(c.ns) - 1 - K);
       }
@@ -264,8 +264,8 @@ struct BackScratch {
   std::vector<int64_t> rows, start;
 };
 
-// Feature i (of the chunk) over rows [n0, n0 + nn) with their locals loc: gx[:, i] and feature i's
-// gradient rows.
+// Feature i (of the chunk) over rows [n0, n0 + nn) with their locals loc: gx[:, i] (gx null: not
+// needed) and feature i's gradient rows (gwt null: not needed).
 template <int K, typename T, typename A>
 void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i, int64_t n0, int64_t nn,
                       const Local<K, A, true>* loc, BackScratch<K, A>& s) {
@@ -282,13 +282,11 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
     s.lp[at] = &loc[r], s.rows[at] = n0 + r, s.gp[at] = gy + (n0 + r) * p.out;
   }
   const A *w0 = c.at(c.wt, i - c.i0, 0), *sc = c.at(c.wt, i - c.i0, 1 + c.ns);
-  A* g0 = c.at(gwt, i - c.i0, 0);
   for (int64_t b = 0; b < groups; ++b) {
     const int64_t lo = s.start[b], hi = s.start[b + 1];
     if (lo == hi) continue;
     const A* ws = c.at(c.wt, i - c.i0, b);
-    A* gs = c.at(gwt, i - c.i0, b);
-    int64_t r = lo;
+    int64_t r = gx ? lo : hi;
     A res[G];
     for (; r + G <= hi; r += G) {
       dx_rows<K, G>(w0, ws, sc, rs, vs, c.oc, &s.gp[r], &s.lp[r], res);
@@ -298,6 +296,8 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
       dx_rows<K, 1>(w0, ws, sc, rs, vs, c.oc, &s.gp[r], &s.lp[r], res);
       gx[s.rows[r] * p.in + i] = T(res[0]);
     }
+    if (gwt == nullptr) continue;
+    A *g0 = c.at(gwt, i - c.i0, 0), *gs = c.at(gwt, i - c.i0, b);
     int64_t o = 0;
     for (; o + NV * L <= c.oc; o += NV * L) dw_tile<K, NV>(g0, gs, rs, vs, &s.gp[lo], &s.lp[lo], hi - lo, o);
     for (; o + L <= c.oc; o += L) dw_tile<K, 1>(g0, gs, rs, vs, &s.gp[lo], &s.lp[lo], hi - lo, o);
@@ -327,8 +327,8 @@ SK_CLONES_FLAT void backward_feature_any(const Ctx<T, A>& c, const A* gy, T* gx,
 
 template <int K, typename T, typename A>
 SK_CLONES_FLAT void backward_locals_any(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int64_t hi,
-                                        Local<K, A, true>* loc, A* xa, A* silu, A* dsilu) {
-  backward_locals<K>(c, n0, nn, lo, hi, loc, xa, silu, dsilu);
+                                        Local<K, A, true>* loc, A* xa, A* silu, A* dsilu, bool dx) {
+  backward_locals<K>(c, n0, nn, lo, hi, loc, xa, silu, dsilu, dx);
 }
 
 // The uniform-knot path's knots where it applies (fp32/fp64, every feature's knots uniform; orders >= 2
@@ -411,6 +411,7 @@ void forward(const KanLinearArgs& a) {
 }
 
 void backward(const KanLinearBackwardArgs& a) {
+  if (!a.need_x && !a.need_weights) return;
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   const KanCpuLayout lay = kan_cpu_layout(p.in, p.out, p.n_basis, a.order, a.x.dtype, true);
   dispatch_float<true>(a.x.dtype, "kan_linear_backward", [&](auto tag) {
@@ -420,7 +421,7 @@ void backward(const KanLinearBackwardArgs& a) {
     const auto ud = uniform_knots<T, A>(p, c.grid, true);
     c.ud = ud.get();
     knot_inverses(c);
-    A* gwt = a.work.ptr<A>() + lay.gwt;
+    A* gwt = a.need_weights ? a.work.ptr<A>() + lay.gwt : nullptr;  // wt is read by dx and by the unpacking
     const T* gy_t = a.grad_out.ptr<const T>();
     std::vector<A> gy_acc;  // fp16/bf16: gy in the accumulation type, O(batch·out)
     const A* gy;
@@ -431,7 +432,7 @@ void backward(const KanLinearBackwardArgs& a) {
       for (size_t e = 0; e < gy_acc.size(); ++e) gy_acc[e] = A(gy_t[e]);
       gy = gy_acc.data();
     }
-    T* gx = a.grad_x.ptr<T>();
+    T* gx = a.need_x ? a.grad_x.ptr<T>() : nullptr;
     dispatch_order(a.order, [&](auto k) {
       using Loc = Local<k(), A, true>;
       // Rows per tile: their locals for the chunk's features in about kLocalBytes.
@@ -443,23 +444,23 @@ void backward(const KanLinearBackwardArgs& a) {
         pack(c);
         const int64_t per_row = c.ic * (k() + 1) * (k() + 4);
         const int64_t per_feature = int64_t(p.rows) * p.out * (k() + 2) * 2;
-        if (p.rows == 0) std::fill(gwt, c.at(gwt, c.ic, 0), A(0));
+        if (p.rows == 0 && gwt) std::fill(gwt, c.at(gwt, c.ic, 0), A(0));
         for (int64_t n0 = 0; n0 < p.rows; n0 += tile) {
           const int64_t nn = std::min<int64_t>(tile, p.rows - n0);
           parallel_for(nn, work_grain(4, per_row), [&](int64_t lo, int64_t hi) {
             std::vector<A> buf(3 * padded);
             backward_locals_any<k()>(c, n0, nn, lo, hi, loc.data(), buf.data(), buf.data() + padded,
-                                     buf.data() + 2 * padded);
+                                     buf.data() + 2 * padded, gx != nullptr);
           });
           parallel_for(c.ic, work_grain(1, per_feature), [&](int64_t lo, int64_t hi) {
             BackScratch<k(), A> s;
             for (int64_t f = lo; f < hi; ++f) {
-              if (n0 == 0) std::fill(c.at(gwt, f, 0), c.at(gwt, f + 1, 0), A(0));  // by the thread that sums it
+              if (n0 == 0 && gwt) std::fill(c.at(gwt, f, 0), c.at(gwt, f + 1, 0), A(0));  // by the thread that sums it
               backward_feature_any<k()>(c, gy, gx, gwt, c.i0 + f, n0, nn, loc.data() + f * nn, s);
             }
           });
         }
-        unpack_chunk(c, a, gwt);
+        if (gwt) unpack_chunk(c, a, gwt);
       });
     });
   });

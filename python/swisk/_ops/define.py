@@ -324,9 +324,25 @@ def _vmap_rule(spec: OpSpec, op):
     return rule
 
 
+SCHEMAS: list = []  # every op's schema, in definition order
+
+
+def tag_compile_caches() -> None:
+    """torch.compile's on-disk caches (FX graph, AOTAutograd) key a graph by its code, which names each
+    op but not its schema: after an upgrade that changed a schema, a graph compiled against the old
+    one would be loaded and call the op with the old arguments. A hash of swisk's schemas joins
+    torch.compiler.config.cache_key_tag, so such graphs recompile (once per schema change)."""
+    import hashlib
+    tag = "swisk-" + hashlib.sha256("\n".join(SCHEMAS).encode()).hexdigest()[:16]
+    cfg = torch.compiler.config
+    if tag not in cfg.cache_key_tag:
+        cfg.cache_key_tag = f"{cfg.cache_key_tag} {tag}".strip()
+
+
 def define(spec: OpSpec):
     """Registers torch.ops.swisk.<name> from its description; returns the OpOverload."""
-    LIB.define(_schema(spec))
+    SCHEMAS.append(_schema(spec))
+    LIB.define(SCHEMAS[-1])
     op = getattr(torch.ops.swisk, spec.name).default
     prepared = _Prepared(spec)
 

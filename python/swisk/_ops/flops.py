@@ -27,8 +27,9 @@ def _kan_linear(x, grid, base_weight, spline_weight, *args, out_shape=None, **kw
 
 
 @register_flop_formula(_ops.kan_linear_backward)
-def _kan_linear_backward(x, grid, base_weight, spline_weight, *args, out_shape=None, **kwargs) -> int:
-    return 2 * _kan_linear_flops(x, base_weight, spline_weight)  # grad_x and the weight gradients
+def _kan_linear_backward(x, grid, base_weight, spline_weight, spline_scaler, grad_out, spline_order, need_x=True,
+                         need_weights=True, *args, out_shape=None, **kwargs) -> int:
+    return (bool(need_x) + bool(need_weights)) * _kan_linear_flops(x, base_weight, spline_weight)
 
 
 @register_flop_formula(_ops.wavelet_kan)

@@ -55,11 +55,13 @@ def _spare(bw, sw, sc):
     return w
 
 
-def _take(bw, sw, sc):
+def _take(bw, sw, sc, needed=True):
     """The forward's W (held on spline_weight) if the weights are still those it packed (same objects
-    and versions), else a fresh pack; either way nothing stays held. Forward never reads it: weights
-    changed through .data keep their version."""
+    and versions), else a fresh pack; None when not needed. Either way nothing stays held. Forward
+    never reads it: weights changed through .data keep their version."""
     w = take(sw, "_swisk_packed", (_key(bw), _key(sw), _key(sc)))
+    if not needed:
+        return None
     return _pack(bw, sw, sc) if w is None else w
 
 
@@ -87,43 +89,53 @@ def forward(expand, x, grid, bw, sw, sc, k):
     return y.view(*x.shape[:-1], out_f)
 
 
-def backward(expand, contract, x, grid, bw, sw, sc, gy, k, unpack=None):
-    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent arguments get (0,).
-    The weight gradient is two GEMMs per tile (base and spline columns of A) into their own buffers;
-    the spline part is grad_spline_weight itself when there is no scaler."""
+def backward(expand, contract, x, grid, bw, sw, sc, gy, k, need_x=True, need_weights=True, unpack=None):
+    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent or unneeded ones are
+    (0,). The weight gradient is two GEMMs per tile (base and spline columns of A) into their own
+    buffers; the spline part is grad_spline_weight itself when there is no scaler."""
     out_f, in_f, nb = sw.shape
     rows, base = math.prod(x.shape[:-1]), bw is not None
     x2, gy2 = x.reshape(rows, in_f), gy.reshape(rows, out_f)
-    w = _take(bw, sw, sc)
-    width, b0 = w.shape[1], in_f if base else 0
+    w = _take(bw, sw, sc, need_x)  # W is read by dA = gy·W alone
+    width, b0 = (base + nb) * in_f, in_f if base else 0
     acc = torch.float32 if x.dtype in _LOW else x.dtype
-    gsp = torch.empty(out_f, in_f * nb, dtype=acc, device=x.device)
-    gbw = torch.empty(out_f, in_f, dtype=acc, device=x.device) if base else x.new_zeros(0)
-    gx = torch.empty(rows, in_f, dtype=x.dtype, device=x.device)
+    # Unneeded outputs: each its own empty tensor (an op's outputs never alias).
+    gx = torch.empty(rows, in_f, dtype=x.dtype, device=x.device) if need_x else x.new_zeros(0)
+    if need_weights:
+        gsp = torch.empty(out_f, in_f * nb, dtype=acc, device=x.device)
+        gbw = torch.empty(out_f, in_f, dtype=acc, device=x.device) if base else x.new_zeros(0)
+    else:
+        gsp = gbw = x.new_zeros(0)
     if rows == 0 or width == 0 or out_f == 0:
         gsp.zero_(), gbw.zero_(), gx.zero_()
     else:
-        tile = _rows_per_tile(rows, width, x.element_size(), 2)
-        ws = torch.empty(2, tile * width, dtype=x.dtype, device=x.device)
+        tile = _rows_per_tile(rows, width, x.element_size(), 1 + need_x)
+        ws = torch.empty(1 + need_x, tile * width, dtype=x.dtype, device=x.device)
         for r0 in range(0, rows, tile):
             n = min(tile, rows - r0)
-            a, da = ws[0, :n * width].view(n, width), ws[1, :n * width].view(n, width)
             xt, gt = x2[r0:r0 + n], gy2[r0:r0 + n]
-            expand(xt, grid, k, 0, base, a)
-            _accumulate(gsp, gt.t(), a[:, b0:], r0 == 0)
-            if base:
-                _accumulate(gbw, gt.t(), a[:, :b0], r0 == 0)
-            torch.mm(gt, w, out=da)
-            contract(xt, grid, da, k, 1, base, gx[r0:r0 + n])
+            if need_weights:
+                a = ws[0, :n * width].view(n, width)
+                expand(xt, grid, k, 0, base, a)
+                _accumulate(gsp, gt.t(), a[:, b0:], r0 == 0)
+                if base:
+                    _accumulate(gbw, gt.t(), a[:, :b0], r0 == 0)
+            if need_x:
+                da = ws[-1, :n * width].view(n, width)
+                torch.mm(gt, w, out=da)
+                contract(xt, grid, da, k, 1, base, gx[r0:r0 + n])
+    gx = gx.view(x.shape) if need_x else gx
+    if not need_weights:
+        return gx, x.new_zeros(0), x.new_zeros(0), x.new_zeros(0)
     gsp = gsp.view(out_f, in_f, nb)
     if sc is None:
-        return gx.view(x.shape), gbw.to(x.dtype), gsp.to(x.dtype), x.new_zeros(0)
+        return gx, gbw.to(x.dtype), gsp.to(x.dtype), x.new_zeros(0)
     if unpack is not None and acc == x.dtype:  # one pass: gsp becomes grad_spline_weight in place
         gsc = torch.empty(out_f, in_f, dtype=x.dtype, device=x.device)
         unpack(gsp, sw, sc, gsp, gsc)
-        return gx.view(x.shape), gbw, gsp, gsc
+        return gx, gbw, gsp, gsc
     gsc = torch.linalg.vecdot(gsp, sw.to(acc)).to(x.dtype)
-    return gx.view(x.shape), gbw.to(x.dtype), gsp.mul_(sc.unsqueeze(-1)).to(x.dtype), gsc
+    return gx, gbw.to(x.dtype), gsp.mul_(sc.unsqueeze(-1)).to(x.dtype), gsc
 
 
 def _accumulate(dst, a, b, first: bool) -> None:

@@ -14,7 +14,7 @@ def _kan_ref(x, grid, bw, sw, sc, k):
     return reference.kan_linear(x, grid, bw, sw, sc, k)
 
 
-def _kan_backward_ref(x, grid, bw, sw, sc, gy, k):
+def _kan_backward_ref(x, grid, bw, sw, sc, gy, k, need_x=True, need_weights=True):
     present = [t is not None for t in (x, bw, sw, sc)]
 
     def f(*moving):
@@ -23,26 +23,35 @@ def _kan_backward_ref(x, grid, bw, sw, sc, gy, k):
         return _kan_ref(args[0], grid, *args[1:], k)
 
     grads = iter(torch.func.vjp(f, *(t for t in (x, bw, sw, sc) if t is not None))[1](gy))
-    return tuple(next(grads) if p else x.new_zeros(0) for p in present)
+    return _needed(tuple(next(grads) if p else x.new_zeros(0) for p in present), x, need_x, need_weights)
 
 
-def _kan_backward_by_kernels(x, grid, bw, sw, sc, gy, k):
+def _needed(grads, x, need_x, need_weights):
+    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler) with the unneeded ones empty."""
+    keep = (need_x, need_weights, need_weights, need_weights)
+    return tuple(g if n else x.new_zeros(0) for g, n in zip(grads, keep))
+
+
+def _kan_backward_by_kernels(x, grid, bw, sw, sc, gy, k, need_x=True, need_weights=True):
     """kan_linear's backward written with swisk's expansion ops and torch's GEMMs, differentiable to any
     order: what its second derivatives differentiate. Holds (batch, width) operands, width =
     in·(n_basis + 1), where the plain-torch formulation holds several (batch, in, n_basis) tensors."""
     out_f, in_f, nb = sw.shape
     base = bw is not None
-    lead = x.shape[:-1]
     x2, gy2 = x.reshape(-1, in_f), gy.reshape(-1, out_f)
-    scaled = sw if sc is None else sw * sc.unsqueeze(-1)
-    w = torch.cat([bw, scaled.reshape(out_f, -1)], 1) if base else scaled.reshape(out_f, -1)
-    gx = invoke(kan_contract_op, x2.contiguous(), grid, (gy2 @ w).contiguous(), k, 1, base)
-    gw = gy2.t() @ invoke(kan_expand_op, x2.contiguous(), grid, k, 0, base)
-    gsp = gw[:, in_f if base else 0:].reshape(out_f, in_f, nb)
-    gbw = gw[:, :in_f] if base else x.new_zeros(0)
-    gsw = gsp if sc is None else gsp * sc.unsqueeze(-1)
-    gsc = (gsp * sw).sum(-1) if sc is not None else x.new_zeros(0)
-    return gx.reshape(*lead, in_f), gbw, gsw, gsc
+    none = x.new_zeros(0)
+    gx, gbw, gsw, gsc = none, none, none, none
+    if need_x:
+        scaled = sw if sc is None else sw * sc.unsqueeze(-1)
+        w = torch.cat([bw, scaled.reshape(out_f, -1)], 1) if base else scaled.reshape(out_f, -1)
+        gx = invoke(kan_contract_op, x2.contiguous(), grid, (gy2 @ w).contiguous(), k, 1, base).reshape(x.shape)
+    if need_weights:
+        gw = gy2.t() @ invoke(kan_expand_op, x2.contiguous(), grid, k, 0, base)
+        gsp = gw[:, in_f if base else 0:].reshape(out_f, in_f, nb)
+        gbw = gw[:, :in_f] if base else none
+        gsw = gsp if sc is None else gsp * sc.unsqueeze(-1)
+        gsc = (gsp * sw).sum(-1) if sc is not None else none
+    return gx, gbw, gsw, gsc
 
 
 # ---- the expansion: bspline_basis, kan_expand and their contraction (one kernel pair) ----------------
@@ -223,7 +232,7 @@ def _kan_gemm(tensors, scalars):
 def _kan_gemm_backward(tensors, scalars):
     x, grid, bw, sw, sc, gy = tensors
     unpack = _unpack_into if _backend.backend_for(x) == "cpu" else None
-    return kan_gemm.backward(_expand_into, _contract_into, x, grid, bw, sw, sc, gy, scalars[0], unpack)
+    return kan_gemm.backward(_expand_into, _contract_into, x, grid, bw, sw, sc, gy, *scalars, unpack=unpack)
 
 
 # The CPU's unpacking of the spline-weight gradient (one pass, no temporary): an internal step of the
@@ -242,7 +251,8 @@ def _unpack_into(g, sw, sc, gsw, gsc):
 
 def _kan_backward(need, saved, scalars, grads):
     x, grid, bw, sw, sc = saved
-    gx, gbw, gsw, gsc = invoke(kan_linear_backward_op, x, grid, bw, sw, sc, grads[0], *scalars)
+    gx, gbw, gsw, gsc = invoke(kan_linear_backward_op, x, grid, bw, sw, sc, grads[0], *scalars, bool(need[0]),
+                               any(need[2:]))
     return (gx if need[0] else None, None, gbw if need[2] else None, gsw if need[3] else None,
             gsc if need[4] else None)
 
@@ -273,10 +283,11 @@ KAN_LINEAR = OpSpec(
     On CUDA, fp16/bf16 run on the tensor cores, and so does fp32 (as tf32) when
     torch.backends.cuda.matmul.allow_tf32 is set.
 
-    Derivatives of every order: gradients on the route's kernels; second and higher derivatives (the
-    backward's own backward: gradient penalties, PINN losses such as u_xx and its gradient in the
-    weights, hessians) on swisk's expansion kernels (kan_expand / kan_contract with derivative orders)
-    and torch's GEMMs, holding (batch, in·(n_basis+1)) operands. Forward-mode tangents (jvp, jacfwd)
+    Derivatives of every order: gradients on the route's kernels, only those autograd asks for (no
+    grad_x for an input that needs none, as in a network's first layer; none for frozen weights);
+    second and higher derivatives (the backward's own backward: gradient penalties, PINN losses such
+    as u_xx and its gradient in the weights, hessians) on swisk's expansion kernels (kan_expand /
+    kan_contract with derivative orders) and torch's GEMMs, holding (batch, in·(n_basis+1)) operands. Forward-mode tangents (jvp, jacfwd)
     come from the plain-torch formulation, which builds the (batch, in, n_basis) basis tensor.
 
     Raises:
@@ -286,12 +297,13 @@ KAN_LINEAR = OpSpec(
 KAN_LINEAR_BACKWARD = OpSpec(
     name="kan_linear_backward",
     inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?", "grad_out"),
-    scalars=(("spline_order", int),),
+    scalars=(("spline_order", int), ("need_x", bool), ("need_weights", bool)),
     outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
     prepare=_C.kan_linear_backward_prepare, extra=_backward_route, composite=_kan_gemm_backward,
     reference=_kan_backward_ref, derivatives=_kan_backward_by_kernels, row_outputs=("grad_x",),
-    fake_shapes=lambda x, grid, bw, sw, sc, g, k: [tuple(x.shape), (0,) if bw is None else tuple(bw.shape),
-                                                   tuple(sw.shape), (0,) if sc is None else tuple(sc.shape)])
+    fake_shapes=lambda x, grid, bw, sw, sc, g, k, need_x, need_w: [
+        tuple(x.shape) if need_x else (0,), (0,) if bw is None or not need_w else tuple(bw.shape),
+        tuple(sw.shape) if need_w else (0,), (0,) if sc is None or not need_w else tuple(sc.shape)])
 
 kan_linear_op = define(KAN_LINEAR)
 kan_linear_backward_op = define(KAN_LINEAR_BACKWARD)

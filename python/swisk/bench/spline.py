@@ -27,7 +27,8 @@ CASES = [
 ]
 
 
-def _kan_setup(batch, fin, fout, grid_size, order):
+def _kan_setup(batch, fin, fout, grid_size, order, first=False):
+    """first: a network's first layer, whose input x needs no gradient."""
     def setup(device, dtype, gen):
         h = 2.0 / grid_size
         grid = (torch.arange(-order, grid_size + order + 1, dtype=torch.float64) * h - 1).expand(fin, -1)
@@ -35,7 +36,7 @@ def _kan_setup(batch, fin, fout, grid_size, order):
         r = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float64) / fin ** 0.5  # noqa: E731
         a = {"x": x, "base_weight": r(fout, fin), "spline_weight": r(fout, fin, grid_size + order),
              "spline_scaler": r(fout, fin) * fin ** 0.5}
-        a = {k: v.to(device, dtype).requires_grad_() for k, v in a.items()}
+        a = {k: v.to(device, dtype).requires_grad_(not (first and k == "x")) for k, v in a.items()}
         return {**a, "grid": grid.contiguous().to(device, dtype), "k": order}
     return setup
 
@@ -60,11 +61,13 @@ def _auto_route(a, device):
     return {"route_auto": routes.kan_route(backend, x.shape[0], sw.shape[1], sw.shape[0], sw.shape[2], a["k"])}
 
 
-def _kan_cases(batch, fin, fout, g, devices, goal, targets, quick=True, k=3):
+def _kan_cases(batch, fin, fout, g, devices, goal, targets, quick=True, k=3, first=False):
     """One row per route (the fused kernels take orders <= 7), each against efficient-kan's formulation;
-    flops: dense-equivalent 2·batch·out·in·(n_basis+1), useful 2·batch·out·in·(k+2)."""
-    return [Case("kan_linear", f"b{batch} {fin}->{fout} G={g} k={k}", _kan_setup(batch, fin, fout, g, k),
-                 run=_kan_run(route), reference=lambda a: reference.kan_linear(*_kan_args(a)), grads=_KAN_GRADS,
+    flops: dense-equivalent 2·batch·out·in·(n_basis+1), useful 2·batch·out·in·(k+2). first: x needs no
+    gradient (a network's first layer)."""
+    return [Case("kan_linear", f"b{batch} {fin}->{fout} G={g} k={k}" + (" first layer" if first else ""),
+                 _kan_setup(batch, fin, fout, g, k, first), run=_kan_run(route),
+                 reference=lambda a: reference.kan_linear(*_kan_args(a)), grads=_KAN_GRADS[first:],
                  flops=2.0 * batch * fin * fout * (g + k + 1), useful_flops=2.0 * batch * fin * fout * (k + 2),
                  devices=devices, goal=goal, targets=targets, quick=quick, route=route, info=_auto_route)
             for route in ("gemm", "fused")]
@@ -79,6 +82,7 @@ CASES += (
     _kan_cases(100, 1000, 1000, 5, _CPU, "fwd+bwd >= 2x the reference (KAN-benchmarking's size), <= 1/4 of its "
                "working memory", ("fwdbwd_speedup >= 2", _MEM), quick=False)
     + _kan_cases(1, 1000, 1000, 5, _CPU, "", (), quick=False)  # one row: the route rule's case (routes.py)
+    + _kan_cases(64, 784, 64, 5, _CPU + _GPU, "", (), first=True)  # an MNIST KAN's first layer: no grad_x
     + _kan_cases(1024, 256, 256, 5, _CPU, "fwd+bwd >= 2.5x the reference, <= 1/4 of its working memory",
                  ("fwdbwd_speedup >= 2.5", _MEM))
     + _kan_cases(1024, 256, 256, 16, _CPU, "fwd+bwd >= 5x the reference, <= 1/8 of its working memory",

@@ -30,13 +30,15 @@ struct KanLinearArgs {
 inline bool kan_mma_applies(DType d, bool tf32) { return d == DType::f16 || d == DType::bf16 || (tf32 && d == DType::f32); }
 
 // Gradients of every argument but grid; grad_base_weight / grad_spline_scaler are empty when their
-// argument is.
+// argument is. need_x / need_weights false: grad_x / the weights' gradients are empty and not computed
+// (a network's first layer needs no grad_x; frozen weights need no gradients).
 struct KanLinearBackwardArgs {
   TensorView x, grid, base_weight, spline_weight, spline_scaler, grad_out;
   TensorView grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler, work;
   int order = 3;
   Launch launch;
   bool gemm = false;
+  bool need_x = true, need_weights = true;
   static constexpr int kInputs = 6;
   static constexpr bool kWork = true;
   using A = KanLinearBackwardArgs;
