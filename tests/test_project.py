@@ -268,13 +268,14 @@ def test_compile_caches_are_keyed_on_the_op_schemas(monkeypatch):
     schemas recompiles instead of calling an op with the old arguments. The user's own tag stays."""
     from swisk._ops import define
 
-    assert re.search(r"(^| )swisk-[0-9a-f]{16}( |$)", torch.compiler.config.cache_key_tag)
-    monkeypatch.setattr(torch.compiler.config, "cache_key_tag", "mine")
-    define.tag_compile_caches()
-    now = torch.compiler.config.cache_key_tag
-    define.tag_compile_caches()  # idempotent
-    assert now == torch.compiler.config.cache_key_tag and now.startswith("mine swisk-")
+    cfg = torch.compiler.config
+    assert re.search(r"(^| )swisk-[0-9a-f]{16}( |$)", cfg.cache_key_tag)
+    with cfg.patch(cache_key_tag="mine"):
+        define.tag_compile_caches()
+        now = cfg.cache_key_tag
+        define.tag_compile_caches()  # idempotent
+        assert now == cfg.cache_key_tag and now.startswith("mine swisk-")
     monkeypatch.setattr(define, "SCHEMAS", define.SCHEMAS + ["kan_linear_backward(Tensor x) -> Tensor"])
-    monkeypatch.setattr(torch.compiler.config, "cache_key_tag", "mine")
-    define.tag_compile_caches()
-    assert torch.compiler.config.cache_key_tag != now  # another schema, another key
+    with cfg.patch(cache_key_tag="mine"):
+        define.tag_compile_caches()
+        assert cfg.cache_key_tag != now  # another schema, another key

@@ -86,7 +86,7 @@ KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t nb, int order, DTyp
   const int64_t lanes = d == DType::f64 ? 8 : 16, elem = d == DType::f64 ? 8 : 4;
   const auto up = [&](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
   KanCpuLayout l{};
-  const int64_t bound = kan_cpu_chunk_bytes(in, out, nb, elem);
+  const int64_t bound = kan_cpu_chunk_bytes(in, out, nb, elem, backward);
   l.ns = std::max<int64_t>(nb, int64_t(order) + 1);
   l.nq = 1 + l.ns + (backward ? 1 : 0);
   // Forward: chunks of outputs, whole register tiles (4 vectors) where the bound allows; backward:

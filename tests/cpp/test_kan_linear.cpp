@@ -114,13 +114,15 @@ void check_backend(const Problem& P, Backend be, double tol) {
 
 TEST(KanLinear, CpuFp64MatchesNaiveSums) { check_backend<double>(Problem(11), Backend::cpu, 1e-12); }
 
-// The CPU kernels in chunks of a quarter of the layer's weights (kan_cpu_chunk_bytes, 4 to 16 MiB):
+// The CPU kernels in chunks of a quarter of the layer's weights (kan_cpu_chunk_bytes, 4 (backward 0.5) to 16 MiB):
 // fp64, 700 -> 1003, 3 weight rows per feature, 5.4 MB: four output chunks in the forward (320 ×
 // 3, then 5 vectors and a lane tail), nine feature chunks in the backward (80 × 8, then 60).
 TEST(KanLinear, CpuFp64InChunks) {
   const Problem P(13, 3, 700, 1003, 1, 1);
   EXPECT_EQ(kan_cpu_chunk_bytes(P.in, P.out, P.nb(), 8), int64_t(700) * 1003 * 4 * 8 / 4);
   EXPECT_EQ(kan_cpu_chunk_bytes(64, 64, 8, 4), kKanCpuChunkMin);
+  EXPECT_EQ(kan_cpu_chunk_bytes(64, 64, 8, 4, true), kKanCpuBackChunkMin);
+  EXPECT_EQ(kan_cpu_chunk_bytes(1568, 64, 8, 4, true), int64_t(1568) * 64 * 10 * 4 / 4);
   EXPECT_EQ(kan_cpu_chunk_bytes(4096, 4096, 8, 4), kKanCpuChunkMax);
   EXPECT_EQ(kan_cpu_layout(P.in, P.out, P.nb(), P.order, DType::f64, false).outc, 320);
   EXPECT_EQ(kan_cpu_layout(P.in, P.out, P.nb(), P.order, DType::f64, true).inc, 80);

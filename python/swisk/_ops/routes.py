@@ -56,7 +56,7 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
 # costs more than the GEMM route's GEMV on all but tiny layers (scratch within 512 KiB), where the GEMM
 # route's fixed costs dominate; with two threads the fused kernels split the repacking and win. They
 # run in chunks of outputs (forward) and features (backward) whose repacked weights and gradient take a
-# quarter of the layer's weights, 4 to 16 MiB (kan_cpu_chunk_bytes); that must fit the workspace bound
+# quarter of the layer's weights, 4 (backward 0.5) to 16 MiB (kan_cpu_chunk_bytes); that must fit the workspace bound
 # (swisk.config workspace_bytes).
 # (Before the non-finite weights' scan took its 2 words per weight only when it runs, that scratch
 # alone kept layers from 2048->4096 up on the GEMM route.)

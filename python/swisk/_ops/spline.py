@@ -287,8 +287,9 @@ KAN_LINEAR = OpSpec(
     grad_x for an input that needs none, as in a network's first layer; none for frozen weights);
     second and higher derivatives (the backward's own backward: gradient penalties, PINN losses such
     as u_xx and its gradient in the weights, hessians) on swisk's expansion kernels (kan_expand /
-    kan_contract with derivative orders) and torch's GEMMs, holding (batch, in·(n_basis+1)) operands. Forward-mode tangents (jvp, jacfwd)
-    come from the plain-torch formulation, which builds the (batch, in, n_basis) basis tensor.
+    kan_contract with derivative orders) and torch's GEMMs, holding (batch, in·(n_basis+1)) operands.
+    Forward-mode tangents (jvp, jacfwd) come from the plain-torch formulation, which builds the
+    (batch, in, n_basis) basis tensor.
 
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices, shapes or knots.
