@@ -182,6 +182,10 @@ def test_compile_fullgraph(rng, route):
     want.backward()
     torch.testing.assert_close(loss, want)
     torch.testing.assert_close(xr.grad, xe.grad)
+    br, be = bw.clone().requires_grad_(), bw.clone().requires_grad_()  # a first layer: no grad_x
+    f(x, br).backward()
+    swisk.ops.kan_linear(torch.tanh(x), grid, be, sw, sc, 3).square().sum().backward()
+    torch.testing.assert_close(br.grad, be.grad)
 
 
 def test_autocast_cpu_bf16(rng, route):

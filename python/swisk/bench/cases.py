@@ -16,6 +16,8 @@ class Case:
     reference: Callable[[dict], torch.Tensor]  # the pure-torch formulation
     grads: tuple = ()                         # names of inputs that need gradients (forward+backward rows)
     flops: Optional[float] = None             # dense-equivalent forward FLOPs (achieved TFLOP/s)
+    backward_products: int = 2                # the backward's contractions of the forward's size (grad_x and
+                                              # the weights' gradient; 1 for a first layer): fwd+bwd FLOPs
     bytes: Optional[float] = None             # minimal forward bytes moved at 4 per element (GB/s in the row's dtype)
     evals: Optional[float] = None             # special-function evaluations per forward (achieved G/s)
     devices: tuple = ("cpu", "cuda", "mps")

@@ -167,7 +167,7 @@ def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, see
             row[f"{side}_{phase}_ms_min_max"] = [t[key]["min"] / n, t[key]["max"] / n]
         row[f"{phase}_speedup"] = t["ratio"]
         row["reps"] = t["reps"]
-    for phase, mult in (("fwd", 1), ("fwdbwd", 3)):
+    for phase, mult in (("fwd", 1), ("fwdbwd", 1 + case.backward_products)):
         ms = row.get(f"swisk_{phase}_ms")
         if ms and case.flops:
             row[f"swisk_{phase}_tflops"] = mult * case.flops / ms / 1e9
