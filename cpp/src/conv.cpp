@@ -107,8 +107,9 @@ std::unique_ptr<PreparedCall> kan_conv_backward_prepare(const KanConvBackwardArg
   check_shape(op, "grad_out", a.grad_out, shape);
   auto c = make_plan_call(a, b, &check_grid_values<KanConvBackwardArgs>);
   const std::vector<int64_t> none{0};
-  c->outputs = {shape_of(a.x), present(a.base_weight) ? shape_of(a.base_weight) : none, shape_of(a.spline_weight),
-                present(a.spline_scaler) ? shape_of(a.spline_scaler) : none};
+  const bool w = a.need_weights;
+  c->outputs = {a.need_x ? shape_of(a.x) : none, w && present(a.base_weight) ? shape_of(a.base_weight) : none,
+                w ? shape_of(a.spline_weight) : none, w && present(a.spline_scaler) ? shape_of(a.spline_scaler) : none};
   c->zero_outputs = {0, 0, 0, 0};
   return c;
 }

@@ -39,12 +39,6 @@ def _backward_route(tensors, scalars):
     return conv_gemm.backward(_expand_into, _contract_into, *tensors, *scalars)
 
 
-def _backward_prepare(*args):
-    """C++ validates the backward's arguments as the forward's: grad_x is not one of them."""
-    *rest, _grad_x, backend = args
-    return _C.kan_conv_backward_prepare(*rest, backend)
-
-
 def _by_kernels(x, grid, bw, sw, sc, k, stride, padding, dilation, groups, act):
     """The forward written with swisk's kan_expand (differentiable to any order) and torch's conv, without
     tiles: what the backward's own derivatives differentiate. Holds the bases of the whole padded input."""
@@ -61,18 +55,21 @@ def _by_kernels(x, grid, bw, sw, sc, k, stride, padding, dilation, groups, act):
 
 def _vjp_through(forward):
     """The backward (grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler) as the vector-Jacobian
-    product of a differentiable forward; absent weights get (0,)."""
+    product of a differentiable forward; absent weights and unneeded gradients get (0,)."""
     def backward(x, grid, bw, sw, sc, gy, *scalars):
-        *scalars, _grad_x = scalars
-        present = [t is not None for t in (x, bw, sw, sc)]
+        *scalars, need_x, need_weights = scalars
+        needed = (need_x, need_weights, need_weights, need_weights)
+        moving = [t is not None and n for t, n in zip((x, bw, sw, sc), needed)]
 
-        def f(*moving):
-            it = iter(moving)
-            args = [next(it) if p else None for p in present]
+        def f(*ts):
+            it = iter(ts)
+            args = [next(it) if m else t for t, m in zip((x, bw, sw, sc), moving)]
             return forward(args[0], grid, *args[1:], *scalars)
 
-        grads = iter(torch.func.vjp(f, *(t for t in (x, bw, sw, sc) if t is not None))[1](gy))
-        return tuple(next(grads) if p else x.new_zeros(0) for p in present)
+        if not any(moving):
+            return tuple(x.new_zeros(0) for _ in moving)
+        grads = iter(torch.func.vjp(f, *(t for t, m in zip((x, bw, sw, sc), moving) if m))[1](gy))
+        return tuple(next(grads) if m else x.new_zeros(0) for m in moving)
     return backward
 
 
@@ -82,7 +79,8 @@ _backward_ref = _vjp_through(reference.kan_conv)
 
 def _backward(need, saved, scalars, grads):
     x, grid, bw, sw, sc = saved
-    gx, gbw, gsw, gsc = invoke(kan_conv_backward_op, x, grid, bw, sw, sc, grads[0], *scalars, bool(need[0]))
+    gx, gbw, gsw, gsc = invoke(kan_conv_backward_op, x, grid, bw, sw, sc, grads[0], *scalars, bool(need[0]),
+                               any(need[2:]))
     return (gx if need[0] else None, None, gbw if need[2] else None, gsw if need[3] else None,
             gsc if need[4] else None)
 
@@ -95,12 +93,13 @@ KAN_CONV = OpSpec(
 
 KAN_CONV_BACKWARD = OpSpec(
     name="kan_conv_backward", inputs=("x", "grid", "base_weight?", "spline_weight", "spline_scaler?", "grad_out"),
-    scalars=_SCALARS + (("grad_x", bool),),
+    scalars=_SCALARS + (("need_x", bool), ("need_weights", bool)),
     outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
-    prepare=_backward_prepare, composite=_backward_route, reference=_backward_ref,
+    prepare=_C.kan_conv_backward_prepare, composite=_backward_route, reference=_backward_ref,
     derivatives=_backward_by_kernels, row_outputs=("grad_x",), strided=True,
-    fake_shapes=lambda x, grid, bw, sw, sc, g, *s: [tuple(x.shape), (0,) if bw is None else tuple(bw.shape),
-                                                    tuple(sw.shape), (0,) if sc is None else tuple(sc.shape)])
+    fake_shapes=lambda x, grid, bw, sw, sc, g, *s: [
+        tuple(x.shape) if s[-2] else (0,), (0,) if bw is None or not s[-1] else tuple(bw.shape),
+        tuple(sw.shape) if s[-1] else (0,), (0,) if sc is None or not s[-1] else tuple(sc.shape)])
 
 kan_conv_op = define(KAN_CONV)
 kan_conv_backward_op = define(KAN_CONV_BACKWARD)

@@ -136,17 +136,18 @@ def forward(expand, x, grid, bw, sw, sc, k, stride, padding, dilation, groups, a
     return y.view(*g.lead, *y.shape[1:])
 
 
-def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dilation, groups, act, need_x=True):
-    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent weights get (0,);
-    without need_x, grad_x is zeros and nothing of it is computed (e.g. a network's first layer)."""
+def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dilation, groups, act, need_x=True,
+             need_weights=True):
+    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler); absent weights and unneeded
+    gradients get (0,), and nothing of those is computed (without need_x: e.g. a network's first layer)."""
     g = Geometry(x, sw, k, stride, padding, dilation, groups)
     acc = torch.float32 if x.dtype in _LOW else x.dtype
     gy = gy.reshape(g.n, g.o, *g.out)
     xcl = pad(x, g, float("-inf")).movedim(1, -1)
     dxcl = torch.zeros(xcl.shape, dtype=x.dtype, device=x.device) if need_x else None  # (N, *S_padded, C)
-    gw = torch.zeros(sw.shape, dtype=acc, device=x.device)
-    mask = [need_x, True, False]
-    if gy.numel() and g.c * g.nb:
+    gw = torch.zeros(sw.shape, dtype=acc, device=x.device) if need_weights else None
+    mask = [need_x, need_weights, False]
+    if gy.numel() and g.c * g.nb and (need_x or need_weights):
         w = scaled_spline_weight(sw, sc)
         tiles = g.tiles(x.element_size(), 2)
         bufs, grids = _buffers(g, tiles, x.dtype, x.device), {1: grid}
@@ -155,21 +156,27 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dila
             de, dw, _ = torch.ops.aten.convolution_backward(
                 gy[tile[0]:tile[1], :, tile[2]:tile[3]], t.e, w, None, list(stride), [0] * g.d, list(dilation),
                 False, [0] * g.d, groups, mask)
-            gw += dw
+            if need_weights:
+                gw += dw
             if need_x:
                 dxcl[tile[0]:tile[1], t.r0:t.r0 + t.src.shape[1]] += t.contract(contract, de)
     crop = tuple(slice(g.padding[2 * i], g.padding[2 * i] + s) for i, s in enumerate(g.spatial))
-    dx = dxcl[(slice(None), *crop)].movedim(-1, 1) if need_x else torch.zeros_like(x)
-    gbw = x.new_zeros(0) if bw is None else torch.zeros_like(bw)
-    if bw is not None and g.c and gy.numel():
+    dx = dxcl[(slice(None), *crop)].movedim(-1, 1) if need_x else None
+    gbw = torch.zeros_like(bw) if bw is not None and need_weights else x.new_zeros(0)
+    if bw is not None and g.c and gy.numel() and (need_x or need_weights):
         xr = x.reshape(g.n, g.c, *g.spatial)
-        gap, gbw, _ = torch.ops.aten.convolution_backward(
+        gap, gb, _ = torch.ops.aten.convolution_backward(
             gy, pad(ACTIVATIONS[act](xr), g, 0.0), bw, None, list(stride), [0] * g.d, list(dilation), False,
             [0] * g.d, groups, mask)
+        if need_weights:
+            gbw = gb
         if need_x:
             dx = dx + gap[(slice(None), slice(None), *crop)] * _act_derivative(act, xr)
+    dx = dx.reshape(x.shape).contiguous() if need_x else x.new_zeros(0)
+    if not need_weights:
+        return dx, gbw, x.new_zeros(0), x.new_zeros(0)
     gsw, gsc = _unpack(gw, sw, sc, g, x.dtype)
-    return dx.reshape(x.shape).contiguous(), gbw.contiguous(), gsw, gsc
+    return dx, gbw.contiguous(), gsw, gsc
 
 
 def _act_derivative(act: str, x):

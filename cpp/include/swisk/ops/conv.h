@@ -39,6 +39,7 @@ struct KanConvBackwardArgs {
   TensorView grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler;
   KanConvGeometry geo;
   Launch launch;
+  bool need_x = true, need_weights = true;  // false: that gradient is empty, not computed
   static constexpr int kInputs = 6;
   static constexpr bool kWork = false;
   using A = KanConvBackwardArgs;
