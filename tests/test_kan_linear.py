@@ -330,12 +330,28 @@ def test_cpu_fused_blocks(rng, uniform, order):
         check_fused_against_reference(rng, [t.to(dtype) for t in args], order, dtype, bound)
 
 
+@pytest.mark.parametrize("fin", [1, 2, 5, 7, 10, 16])
+@pytest.mark.parametrize("order", [1, 3])
+def test_cpu_fused_few_features(rng, fin, order):
+    """At most 16 features on uniform knots: the bases run over the (row, feature) pairs laid end to end
+    as in x, a block of lanes spanning rows; rows past a forward block (128) and across backward
+    threads, x outside the grid and on its knots, fp64 (8 lanes) and fp32 (16)."""
+    rows, fout, gs = 700, 9, 5
+    args = make(rng, rows, fin, fout, gs, order, torch.float64)
+    args[1] = uniform_grid(fin, gs, order)
+    args[0] = torch.rand(rows, fin, generator=rng, dtype=torch.float64) * 7 - 3.5  # some outside
+    args[0][:3] = torch.tensor([-1.0, 0.2, 1.0], dtype=torch.float64)[:, None]  # on knots
+    for dtype, bound in ((torch.float64, 1e-11), (torch.float32, 5e-5)):
+        check_fused_against_reference(rng, [t.to(dtype) for t in args], order, dtype, bound)
+
+
 @pytest.mark.parametrize("uniform", [True, False])
 @pytest.mark.parametrize("order,n_basis", [(3, 1), (3, 3), (3, 4), (2, 2), (1, 1)])
-def test_cpu_fused_short_grids(rng, uniform, order, n_basis):
+@pytest.mark.parametrize("fin", [21, 3])
+def test_cpu_fused_short_grids(rng, uniform, order, n_basis, fin):
     """Fewer spline rows than a basis window (n_basis < order + 1: the repacked weights gain zero rows)
     and windows clamped at both ends of the grid, x well outside it on either side."""
-    rows, fin, fout = 150, 21, 35
+    rows, fout = 150, 35
     args = make(rng, rows, fin, fout, n_basis - order, order, torch.float64)
     if uniform:
         args[1] = torch.linspace(-1.0, 1.0, n_basis + order + 1, dtype=torch.float64).expand(fin, -1).contiguous()

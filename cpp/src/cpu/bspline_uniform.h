@@ -44,6 +44,18 @@ struct UniformKnots {
   std::vector<A> g0, g1, inv_h;  // per feature: first and last knot, 1 / spacing
   bool all = false;              // every feature uniform: the path applies
 
+  UniformKnots() = default;
+
+  // The knots of rows of in features laid end to end: entry j is feature j % in, for j < in + 16, so a
+  // block of lanes that starts at feature f of a row reads its knots from entry f.
+  UniformKnots tiled(int64_t in) const {
+    UniformKnots t;
+    t.all = all;
+    for (int64_t j = 0; j < in + 16; ++j)
+      t.g0.push_back(g0[j % in]), t.g1.push_back(g1[j % in]), t.inv_h.push_back(inv_h[j % in]);
+    return t;
+  }
+
   template <typename T>
   UniformKnots(const T* grid, const BsplineParams& p) {
     const int64_t nk = p.n_knots;

@@ -135,17 +135,62 @@ SK_VEC_INLINE void forward_locals(const Ctx<T, A>& c, int64_t n, int64_t f0, int
   }
 }
 
-// y[n0, n0 + nr): acc (nr, outp) and l (nr, kFeats) are the thread's scratch.
-template <int K, typename T, typename A>
-void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* xa, Local<K, A, false>* l) {
+// Fewer features than lanes (c.ut: uniform knots): the locals of rows [n0, n0 + nr) with
+// the rows' features laid end to end as in x, a block of lanes of (row, feature) pairs at a time (a
+// lane's result does not depend on its neighbours). xa, sl: nr · in + lanes of scratch. Writes
+// l[r · kFeats + i] (D: c.d too; dx false: derivatives left 0) or, with stride s > 0, l[i · s + r].
+template <int K, bool D, typename T, typename A>
+SK_VEC_INLINE void locals_by_rows(const Ctx<T, A>& c, int64_t n0, int64_t nr, A* xa, A* sl, A* dsl,
+                                  Local<K, A, D>* l, int64_t stride, bool dx) {
+  const KanParams& p = c.p;
+  constexpr int L = uniform_lanes<A>();
+  const int64_t in = p.in, n = nr * in;
+  const T* xr = c.x + n0 * in;
+  for (int64_t e = 0; e < n + L; ++e) xa[e] = e < n ? A(xr[e]) : A(0);
+  silu_row<A, A, A>(xa, sl, n, 0);
+  if (D && dx) silu_row<A, A, A>(xa, dsl, n, 1);
+  A v[K + 1][L], dv[K + 1][L] = {};
+  int span[L];
+  int64_t r = 0, i = 0;  // the pair of flat index s + e
+  for (int64_t s = 0; s < n; s += L) {
+    uniform_block<K, A>(*c.ut, xa + s - i, i, p.n_knots, false, v, span);
+    if (D && dx) uniform_block<K, A>(*c.ut, xa + s - i, i, p.n_knots, true, dv, span);
+    for (int64_t e = 0; e < L && s + e < n; ++e) {
+      Local<K, A, D>& d = stride ? l[i * stride + r] : l[r * kFeats + i];
+      d.c[0] = p.has_base ? sl[s + e] : A(0);
+      for (int q = 0; q <= K; ++q) d.c[q + 1] = v[q][e];
+      if constexpr (D) {
+        d.d[0] = p.has_base && dx ? dsl[s + e] : A(0);
+        for (int q = 0; q <= K; ++q) d.d[q + 1] = dv[q][e];
+      }
+      place(d, span[e], int(c.ns) - 1 - K);
+      if (++i == in) i = 0, ++r;
+    }
+  }
+}
+
+// locals_by_rows as a function of its own (one clone per ISA level): not flattened into its callers,
+// whose hot loops then compile as they do without it.
+template <int K, bool D, typename T, typename A>
+SK_CLONES_FLAT void locals_by_rows_any(const Ctx<T, A>& c, int64_t n0, int64_t nr, A* xa, A* sl, A* dsl,
+                                       Local<K, A, D>* l, int64_t stride, bool dx) {
+  locals_by_rows<K, D>(c, n0, nr, xa, sl, dsl, l, stride, dx);
+}
+
+// y[n0, n0 + nr): acc (nr, outp) and l (nr, kFeats) are the thread's scratch; xa: a padded row, or with
+// c.ut nr · in + lanes values (then sl as many).
+template <int K, bool ByRows, typename T, typename A>
+void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* xa, A* sl, Local<K, A, false>* l) {
   const KanParams& p = c.p;
   constexpr int64_t L = kLanes<A>, NV = 4;
   const int64_t outp = c.outp;
   std::fill(acc, acc + nr * outp, A(0));
   for (int64_t f0 = 0; f0 < p.in; f0 += kFeats) {
     const int64_t nf = std::min<int64_t>(kFeats, p.in - f0);
-    for (int64_t r = 0; r < nr; ++r)
-      forward_locals<K>(c, n0 + r, f0, nf, xa, l + r * kFeats);
+    if constexpr (ByRows)
+      locals_by_rows_any<K, false>(c, n0, nr, xa, sl, sl, l, 0, false);
+    else
+      for (int64_t r = 0; r < nr; ++r) forward_locals<K>(c, n0 + r, f0, nf, xa, l + r * kFeats);
     int64_t o = 0;
     for (; o + NV * L <= outp; o += NV * L) {
       const A* w = c.vec(c.wt, f0, o / L);
@@ -225,12 +270,17 @@ SK_VEC_INLINE void dw_tile(A* g0, A* gs, int64_t rs, int64_t vs, const A* const*
 // The locals (with derivatives when dx) of rows [n0, n0 + nn), the chunk's features, into
 // loc[(i - i0) * nn + r]: uniform knots in vector lanes, else one by one. xa, silu, dsilu: row buffers
 // padded to whole blocks of lanes (i0 is a multiple of them).
-template <int K, typename T, typename A>
+template <int K, bool ByRows, typename T, typename A>
 void backward_locals(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int64_t hi, Local<K, A, true>* loc,
                      A* xa, A* silu, A* dsilu, bool dx) {
   const KanParams& p = c.p;
   constexpr int L = uniform_lanes<A>();
   const int64_t i0 = c.i0, i1 = c.i0 + c.ic;
+  if constexpr (ByRows) {  // few features (all in the chunk): by rows, kRows at a time
+    for (int64_t r0 = lo; r0 < hi; r0 += kRows)
+      locals_by_rows_any<K, true>(c, n0 + r0, std::min(kRows, hi - r0), xa, silu, dsilu, loc + r0, nn, dx);
+    return;
+  }
   for (int64_t r = lo; r < hi; ++r) {
     const T* xr = c.x + (n0 + r) * p.in;
     if (c.ud == nullptr) {
@@ -313,10 +363,10 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
 
 // forward_rows / backward_feature for this CPU: one clone per x86-64 ISA level (AVX-512, AVX2+FMA,
 // baseline; cpu/clones.h), everything they call flattened into them.
-template <int K, typename T, typename A>
-SK_CLONES_FLAT void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* xa,
+template <int K, bool ByRows, typename T, typename A>
+SK_CLONES_FLAT void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* xa, A* sl,
                                      Local<K, A, false>* l) {
-  forward_rows<K>(c, y, n0, nr, acc, xa, l);
+  forward_rows<K, ByRows>(c, y, n0, nr, acc, xa, sl, l);
 }
 
 template <int K, typename T, typename A>
@@ -325,10 +375,10 @@ SK_CLONES_FLAT void backward_feature_any(const Ctx<T, A>& c, const A* gy, T* gx,
   backward_feature<K>(c, gy, gx, gwt, i, n0, nn, loc, s);
 }
 
-template <int K, typename T, typename A>
+template <int K, bool ByRows, typename T, typename A>
 SK_CLONES_FLAT void backward_locals_any(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int64_t hi,
                                         Local<K, A, true>* loc, A* xa, A* silu, A* dsilu, bool dx) {
-  backward_locals<K>(c, n0, nn, lo, hi, loc, xa, silu, dsilu, dx);
+  backward_locals<K, ByRows>(c, n0, nn, lo, hi, loc, xa, silu, dsilu, dx);
 }
 
 // The uniform-knot path's knots where it applies (fp32/fp64, every feature's knots uniform; orders >= 2
@@ -381,6 +431,9 @@ void forward(const KanLinearArgs& a) {
     auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work, lay);
     const auto uv = uniform_knots<T, A>(p, c.grid, false);
     c.uv = uv.get();
+    const bool few = uv && p.in > 0 && p.in < uint32_t(uniform_lanes<A>());  // locals_by_rows
+    const UniformKnots<A> ut = few ? uv->tiled(p.in) : UniformKnots<A>();
+    if (ut.all) c.ut = &ut;
     knot_inverses(c);
     bool nonfinite = false;
     T* y = a.out.ptr<T>();
@@ -391,11 +444,16 @@ void forward(const KanLinearArgs& a) {
         nonfinite |= pack(c);
         const int64_t per_row = int64_t(p.in) * c.oc * (k() + 2);
         parallel_for((rows + block - 1) / block, work_grain(1, per_row * block), [&](int64_t lo, int64_t hi) {
-          std::vector<A> acc(block * c.outp), xa((p.in + kFeats - 1) / kFeats * kFeats);
+          const int64_t flat = c.ut ? block * p.in + kFeats : 0;  // locals_by_rows' x and silu
+          std::vector<A> acc(block * c.outp), xa(std::max((p.in + kFeats - 1) / kFeats * kFeats, flat)), sl(flat);
           std::vector<Local<k(), A, false>> l(block * kFeats);
           for (int64_t b = lo; b < hi; ++b) {
             const int64_t n0 = b * block;
-            forward_rows_any<k()>(c, y, n0, std::min(block, rows - n0), acc.data(), xa.data(), l.data());
+            const int64_t nr = std::min(block, rows - n0);
+            if (c.ut)
+              forward_rows_any<k(), true>(c, y, n0, nr, acc.data(), xa.data(), sl.data(), l.data());
+            else
+              forward_rows_any<k(), false>(c, y, n0, nr, acc.data(), xa.data(), sl.data(), l.data());
           }
         });
       });
@@ -420,6 +478,9 @@ void backward(const KanLinearBackwardArgs& a) {
     auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work, lay);
     const auto ud = uniform_knots<T, A>(p, c.grid, true);
     c.ud = ud.get();
+    const bool few = ud && p.in > 0 && p.in < uint32_t(uniform_lanes<A>());  // locals_by_rows
+    const UniformKnots<A> ut = few ? ud->tiled(p.in) : UniformKnots<A>();
+    if (ut.all) c.ut = &ut;
     knot_inverses(c);
     A* gwt = a.need_weights ? a.work.ptr<A>() + lay.gwt : nullptr;  // wt is read by dx and by the unpacking
     const T* gy_t = a.grad_out.ptr<const T>();
@@ -448,9 +509,13 @@ void backward(const KanLinearBackwardArgs& a) {
         for (int64_t n0 = 0; n0 < p.rows; n0 += tile) {
           const int64_t nn = std::min<int64_t>(tile, p.rows - n0);
           parallel_for(nn, work_grain(4, per_row), [&](int64_t lo, int64_t hi) {
-            std::vector<A> buf(3 * padded);
-            backward_locals_any<k()>(c, n0, nn, lo, hi, loc.data(), buf.data(), buf.data() + padded,
-                                     buf.data() + 2 * padded, gx != nullptr);
+            const int64_t each = c.ut ? std::max(padded, kRows * p.in + kFeats) : padded;  // locals_by_rows
+            std::vector<A> buf(3 * each);
+            A *xa = buf.data(), *silu = xa + each, *dsilu = silu + each;
+            if (c.ut && c.ic == p.in)
+              backward_locals_any<k(), true>(c, n0, nn, lo, hi, loc.data(), xa, silu, dsilu, gx != nullptr);
+            else
+              backward_locals_any<k(), false>(c, n0, nn, lo, hi, loc.data(), xa, silu, dsilu, gx != nullptr);
           });
           parallel_for(c.ic, work_grain(1, per_feature), [&](int64_t lo, int64_t hi) {
             BackScratch<k(), A> s;

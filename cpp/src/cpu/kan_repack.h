@@ -48,6 +48,7 @@ struct Ctx {
   int64_t rs, vs, fs;  // strides of a row, of a vector of outputs, of a feature
   const UniformKnots<A>* uv;  // uniform knots for the bases (forward), and their derivatives too (ud)
   const UniformKnots<A>* ud;
+  const UniformKnots<A>* ut = nullptr;  // uv / ud tiled along rows (UniformKnots::tiled), for few features
   // Row r of the chunk's feature i (counted from i0), and row 0 of its vector ob.
   A* at(A* base, int64_t i, int64_t r) const { return base + i * fs + r * rs; }
   A* vec(A* base, int64_t i, int64_t ob) const { return base + i * fs + ob * vs; }

@@ -83,6 +83,7 @@ CASES += (
     _kan_cases(100, 1000, 1000, 5, _CPU, "fwd+bwd >= 2x the reference (KAN-benchmarking's size), <= 1/4 of its "
                "working memory", ("fwdbwd_speedup >= 2", _MEM), quick=False)
     + _kan_cases(1, 1000, 1000, 5, _CPU, "", (), quick=False)  # one row: the route rule's case (routes.py)
+    + _kan_cases(4096, 2, 16, 5, _CPU + _GPU, "", ())  # a PINN's first layer (x, t): fewer features than lanes
     + _kan_cases(64, 784, 64, 5, _CPU + _GPU, "<= 1/4 of the reference's working memory", (_MEM,),
                  first=True)  # an MNIST KAN's first layer (no grad_x), batch ~ out: weight-sized scratch counts
     + _kan_cases(1024, 256, 256, 5, _CPU, "fwd+bwd >= 2.5x the reference, <= 1/4 of its working memory",
