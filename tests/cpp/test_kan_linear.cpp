@@ -13,21 +13,23 @@ namespace {
 
 struct Problem {
   int rows = 29, in = 18, out = 17, grid_size = 6, order = 3;
+  bool uniform = false;  // uniform knots (the CPU kernels' vector-lane bases), else random spacings
   int nk() const { return grid_size + 2 * order + 1; }
   int nb() const { return grid_size + order; }
   std::vector<double> x, grid, bw, sw, sc, gy;
 
   explicit Problem(unsigned seed) { fill(seed); }
-  Problem(unsigned seed, int r, int i, int o, int g, int k) : rows(r), in(i), out(o), grid_size(g), order(k) {
+  Problem(unsigned seed, int r, int i, int o, int g, int k, bool u = false)
+      : rows(r), in(i), out(o), grid_size(g), order(k), uniform(u) {
     fill(seed);
   }
   void fill(unsigned seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<double> N(0, 1);
     std::uniform_real_distribution<double> U(0.05, 1.0);
-    for (int i = 0; i < in; ++i) {  // non-uniform knots
+    for (int i = 0; i < in; ++i) {
       double acc = -0.6 * nk();
-      for (int t = 0; t < nk(); ++t) grid.push_back(acc += U(rng));
+      for (int t = 0; t < nk(); ++t) grid.push_back(uniform ? (t - 0.5 * (nk() - 1)) * 0.6 : acc += U(rng));
     }
     for (int n = 0; n < rows; ++n)
       for (int i = 0; i < in; ++i) x.push_back(n == 0 ? grid[i * nk()] : n == 1 ? grid[i * nk() + nk() - 1] : 3 * N(rng));
@@ -127,6 +129,16 @@ TEST(KanLinear, CpuFp64InChunks) {
   EXPECT_EQ(kan_cpu_layout(P.in, P.out, P.nb(), P.order, DType::f64, false).outc, 320);
   EXPECT_EQ(kan_cpu_layout(P.in, P.out, P.nb(), P.order, DType::f64, true).inc, 80);
   check_backend<double>(P, Backend::cpu, 1e-12);
+}
+
+// Fewer features than vector lanes on uniform knots: the CPU kernels evaluate the bases over (row,
+// feature) pairs laid end to end, blocks of lanes spanning rows (300 rows: past a 128-row block).
+TEST(KanLinear, CpuFewFeaturesUniformKnots) {
+  for (int in : {1, 3, 7}) {
+    const Problem P(19 + in, 300, in, 9, 5, 3, true);
+    check_backend<double>(P, Backend::cpu, 1e-12);
+    check_backend<float>(P, Backend::cpu, 2e-5);
+  }
 }
 
 TEST(KanLinear, EveryBackendFp32MatchesNaiveSums) {
