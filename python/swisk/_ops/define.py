@@ -333,8 +333,10 @@ def tag_compile_caches() -> None:
     one would be loaded and call the op with the old arguments. A hash of swisk's schemas joins
     torch.compiler.config.cache_key_tag, so such graphs recompile (once per schema change)."""
     import hashlib
+    cfg = getattr(torch.compiler, "config", None)
+    if cfg is None or not hasattr(cfg, "cache_key_tag"):  # an older torch: no tag to join
+        return
     tag = "swisk-" + hashlib.sha256("\n".join(SCHEMAS).encode()).hexdigest()[:16]
-    cfg = torch.compiler.config
     if tag not in cfg.cache_key_tag:
         cfg.cache_key_tag = f"{cfg.cache_key_tag} {tag}".strip()
 
