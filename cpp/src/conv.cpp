@@ -11,10 +11,6 @@ static constexpr const char* kActivations[] = {"silu", "gelu", "identity"};
 
 const char* kan_conv_activations() { return "silu, gelu, identity"; }
 
-static bool present(const TensorView& t) { return t.data != nullptr || t.ndim > 0; }
-
-static std::vector<int64_t> shape_of(const TensorView& t) { return std::vector<int64_t>(t.shape, t.shape + t.ndim); }
-
 static void check_list(const char* op, const char* arg, const std::vector<int64_t>& v, size_t n, int64_t lo) {
   SWISK_CHECK(v.size() == n, value, op, arg, "expected ", n, " values (one per spatial dimension",
               n > 0 && std::string(arg) == "padding" ? ", before and after" : "", "), got ", v.size());
@@ -106,10 +102,7 @@ std::unique_ptr<PreparedCall> kan_conv_backward_prepare(const KanConvBackwardArg
   check_same_device(op, "grad_out", a.grad_out, a.x, "x");
   check_shape(op, "grad_out", a.grad_out, shape);
   auto c = make_plan_call(a, b, &check_grid_values<KanConvBackwardArgs>);
-  const std::vector<int64_t> none{0};
-  const bool w = a.need_weights;
-  c->outputs = {a.need_x ? shape_of(a.x) : none, w && present(a.base_weight) ? shape_of(a.base_weight) : none,
-                w ? shape_of(a.spline_weight) : none, w && present(a.spline_scaler) ? shape_of(a.spline_scaler) : none};
+  c->outputs = kan_gradient_shapes(a.x, a.base_weight, a.spline_weight, a.spline_scaler, a.need_x, a.need_weights);
   c->zero_outputs = {0, 0, 0, 0};
   return c;
 }

@@ -9,8 +9,6 @@
 
 namespace swisk {
 
-static bool present(const TensorView& t) { return t.data != nullptr || t.ndim > 0; }
-
 static void check_operand(const char* op, const char* arg, const TensorView& t, const TensorView& x) {
   check_same_dtype(op, arg, t, x, "x");
   check_same_device(op, arg, t, x, "x");
@@ -138,8 +136,6 @@ static void check_layout(const char* op, const TensorView& x, const TensorView& 
   if (present(sc)) check_contiguous(op, "spline_scaler", sc);
 }
 
-static std::vector<int64_t> shape_of(const TensorView& t) { return std::vector<int64_t>(t.shape, t.shape + t.ndim); }
-
 template <class Args>
 static void check_grid_values(const Args& a) {
   if (host_readable(a.launch.backend)) check_knots("kan_linear", "grid", a.grid);
@@ -172,12 +168,10 @@ std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwar
   check_contiguous(op, "grad_out", a.grad_out);
   auto c = a.gemm ? make_plan_call(a, b, &check_grid_values<KanLinearBackwardArgs>) : make_call(op, a, b, &check_grid_values<KanLinearBackwardArgs>);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
-  const std::vector<int64_t> none{0};
-  const bool w = a.need_weights;
-  c->outputs = {a.need_x ? shape_of(a.x) : none, w && present(a.base_weight) ? shape_of(a.base_weight) : none,
-                w ? shape_of(a.spline_weight) : none, w && present(a.spline_scaler) ? shape_of(a.spline_scaler) : none};
+  c->outputs = kan_gradient_shapes(a.x, a.base_weight, a.spline_weight, a.spline_scaler, a.need_x, a.need_weights);
   // Nothing to contract (no outputs, features or rows): gradients the kernels leave unwritten are zero.
   const bool empty = p.out == 0 || p.in == 0 || p.rows == 0;
+  const bool w = a.need_weights;
   c->zero_outputs = {uint8_t(a.need_x && (p.out == 0 || p.in == 0)), uint8_t(w && empty), uint8_t(w && empty),
                      uint8_t(w && empty)};
   if (!a.gemm) c->work = kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, true);

@@ -68,4 +68,11 @@ void check_knots(const char* op, const char* arg, const TensorView& grid) {
   });
 }
 
+std::vector<std::vector<int64_t>> kan_gradient_shapes(const TensorView& x, const TensorView& bw, const TensorView& sw,
+                                                      const TensorView& sc, bool need_x, bool need_weights) {
+  const std::vector<int64_t> none{0};
+  const auto given = [&](const TensorView& t, bool need) { return need && present(t) ? shape_of(t) : none; };
+  return {given(x, need_x), given(bw, need_weights), given(sw, need_weights), given(sc, need_weights)};
+}
+
 }  // namespace swisk

@@ -7,7 +7,7 @@ import torch
 from .. import _C, reference
 from . import conv_gemm
 from .define import OpSpec, define, invoke, wrapper
-from .spline import _contract_into, _expand_into, kan_expand_op
+from .spline import _contract_into, _expand_into, gradient_shapes, kan_expand_op, vjp_through
 
 ACTIVATIONS = tuple(_C.kan_conv_activations().split(", "))
 _SCALARS = (("spline_order", int), ("stride", list), ("padding", list), ("dilation", list), ("groups", int),
@@ -53,28 +53,8 @@ def _by_kernels(x, grid, bw, sw, sc, k, stride, padding, dilation, groups, act):
     return y.reshape(*g.lead, g.o, *g.out)
 
 
-def _vjp_through(forward):
-    """The backward (grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler) as the vector-Jacobian
-    product of a differentiable forward; absent weights and unneeded gradients get (0,)."""
-    def backward(x, grid, bw, sw, sc, gy, *scalars):
-        *scalars, need_x, need_weights = scalars
-        needed = (need_x, need_weights, need_weights, need_weights)
-        moving = [t is not None and n for t, n in zip((x, bw, sw, sc), needed)]
-
-        def f(*ts):
-            it = iter(ts)
-            args = [next(it) if m else t for t, m in zip((x, bw, sw, sc), moving)]
-            return forward(args[0], grid, *args[1:], *scalars)
-
-        if not any(moving):
-            return tuple(x.new_zeros(0) for _ in moving)
-        grads = iter(torch.func.vjp(f, *(t for t, m in zip((x, bw, sw, sc), moving) if m))[1](gy))
-        return tuple(next(grads) if m else x.new_zeros(0) for m in moving)
-    return backward
-
-
-_backward_by_kernels = _vjp_through(_by_kernels)
-_backward_ref = _vjp_through(reference.kan_conv)
+_backward_by_kernels = vjp_through(_by_kernels)
+_backward_ref = vjp_through(reference.kan_conv)
 
 
 def _backward(need, saved, scalars, grads):
@@ -97,9 +77,7 @@ KAN_CONV_BACKWARD = OpSpec(
     outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
     prepare=_C.kan_conv_backward_prepare, composite=_backward_route, reference=_backward_ref,
     derivatives=_backward_by_kernels, row_outputs=("grad_x",), strided=True,
-    fake_shapes=lambda x, grid, bw, sw, sc, g, *s: [
-        tuple(x.shape) if s[-2] else (0,), (0,) if bw is None or not s[-1] else tuple(bw.shape),
-        tuple(sw.shape) if s[-1] else (0,), (0,) if sc is None or not s[-1] else tuple(sc.shape)])
+    fake_shapes=lambda x, grid, bw, sw, sc, g, *s: gradient_shapes(x, bw, sw, sc, s[-2], s[-1]))
 
 kan_conv_op = define(KAN_CONV)
 kan_conv_backward_op = define(KAN_CONV_BACKWARD)

@@ -14,22 +14,28 @@ def _kan_ref(x, grid, bw, sw, sc, k):
     return reference.kan_linear(x, grid, bw, sw, sc, k)
 
 
-def _kan_backward_ref(x, grid, bw, sw, sc, gy, k, need_x=True, need_weights=True):
-    present = [t is not None for t in (x, bw, sw, sc)]
+def vjp_through(forward):
+    """A KAN backward (x, grid, bw, sw, sc, gy, *scalars, need_x, need_weights) -> (grad_x,
+    grad_base_weight, grad_spline_weight, grad_spline_scaler) as the vector-Jacobian product of a
+    differentiable forward(x, grid, bw, sw, sc, *scalars); absent weights and unneeded gradients get (0,)."""
+    def backward(x, grid, bw, sw, sc, gy, *scalars):
+        *scalars, need_x, need_weights = scalars
+        needed = (need_x, need_weights, need_weights, need_weights)
+        moving = [t is not None and n for t, n in zip((x, bw, sw, sc), needed)]
 
-    def f(*moving):
-        it = iter(moving)
-        args = [next(it) if p else None for p in present]
-        return _kan_ref(args[0], grid, *args[1:], k)
+        def f(*ts):
+            it = iter(ts)
+            args = [next(it) if m else t for t, m in zip((x, bw, sw, sc), moving)]
+            return forward(args[0], grid, *args[1:], *scalars)
 
-    grads = iter(torch.func.vjp(f, *(t for t in (x, bw, sw, sc) if t is not None))[1](gy))
-    return _needed(tuple(next(grads) if p else x.new_zeros(0) for p in present), x, need_x, need_weights)
+        if not any(moving):
+            return tuple(x.new_zeros(0) for _ in moving)
+        grads = iter(torch.func.vjp(f, *(t for t, m in zip((x, bw, sw, sc), moving) if m))[1](gy))
+        return tuple(next(grads) if m else x.new_zeros(0) for m in moving)
+    return backward
 
 
-def _needed(grads, x, need_x, need_weights):
-    """(grad_x, grad_base_weight, grad_spline_weight, grad_spline_scaler) with the unneeded ones empty."""
-    keep = (need_x, need_weights, need_weights, need_weights)
-    return tuple(g if n else x.new_zeros(0) for g, n in zip(grads, keep))
+_kan_backward_ref = vjp_through(_kan_ref)
 
 
 def _kan_backward_by_kernels(x, grid, bw, sw, sc, gy, k, need_x=True, need_weights=True):
@@ -192,6 +198,14 @@ def _kan_shapes(x, grid, bw, sw, sc, k):
 
 
 # ---- kan_linear ------------------------------------------------------------------------------------
+def gradient_shapes(x, bw, sw, sc, need_x, need_weights):
+    """A KAN backward's output shapes (C++ kan_gradient_shapes, for symbolic sizes): each argument's
+    shape, or (0,) for an absent argument or a gradient not asked for."""
+    needs = (need_x, need_weights, need_weights, need_weights)
+    return [tuple(t.shape) if t is not None and n else (0,) for t, n in zip((x, bw, sw, sc), needs)]
+
+
+
 def _route(backend: str, tensors, scalars, differentiated: bool) -> tuple:
     """(tf32, gemm): fp32 may run on the CUDA matrix units as tf32, as torch's matmuls do under this
     flag; gemm: the call takes the GEMM route (routes.py), prepare then validates only."""
@@ -302,9 +316,7 @@ KAN_LINEAR_BACKWARD = OpSpec(
     outputs=("grad_x", "grad_base_weight", "grad_spline_weight", "grad_spline_scaler"),
     prepare=_C.kan_linear_backward_prepare, extra=_backward_route, composite=_kan_gemm_backward,
     reference=_kan_backward_ref, derivatives=_kan_backward_by_kernels, row_outputs=("grad_x",),
-    fake_shapes=lambda x, grid, bw, sw, sc, g, k, need_x, need_w: [
-        tuple(x.shape) if need_x else (0,), (0,) if bw is None or not need_w else tuple(bw.shape),
-        tuple(sw.shape) if need_w else (0,), (0,) if sc is None or not need_w else tuple(sc.shape)])
+    fake_shapes=lambda x, grid, bw, sw, sc, g, k, need_x, need_w: gradient_shapes(x, bw, sw, sc, need_x, need_w))
 
 kan_linear_op = define(KAN_LINEAR)
 kan_linear_backward_op = define(KAN_LINEAR_BACKWARD)

@@ -67,7 +67,7 @@ def _kan_cases(batch, fin, fout, g, devices, goal, targets, quick=True, k=3, fir
     gradient (a network's first layer)."""
     return [Case("kan_linear", f"b{batch} {fin}->{fout} G={g} k={k}" + (" first layer" if first else ""),
                  _kan_setup(batch, fin, fout, g, k, first), run=_kan_run(route),
-                 reference=lambda a: reference.kan_linear(*_kan_args(a)), grads=_KAN_GRADS[first:],
+                 reference=lambda a: reference.kan_linear(*_kan_args(a)), grads=_KAN_GRADS[1:] if first else _KAN_GRADS,
                  backward_products=1 if first else 2,
                  flops=2.0 * batch * fin * fout * (g + k + 1), useful_flops=2.0 * batch * fin * fout * (k + 2),
                  devices=devices, goal=goal, targets=targets, quick=quick, route=route, info=_auto_route)
