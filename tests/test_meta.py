@@ -18,6 +18,8 @@ LAYERS = {  # name: (constructor, input shape)
     "KANConv2d": (lambda: snn.KANConv2d(4, 6, 3, padding=1, stride=2), (2, 4, 9, 9)),
     "KANConv3d": (lambda: snn.KANConv3d(4, 6, 3), (2, 4, 5, 5, 5)),
     "SKLinear": (lambda: snn.SKLinear(8, 4, num_terms=2, low_rank=2), (3, 8)),
+    "SKLinear seeded": (lambda: snn.SKLinear(8, 4, num_terms=2, low_rank=2, seed=3), (3, 8)),
+    "SKLinear srht": (lambda: snn.SKLinear(8, 4, num_terms=2, low_rank=2, operator="srht"), (3, 8)),
     "SKConv2d": (lambda: snn.SKConv2d(4, 6, 3, num_terms=2, low_rank=2, padding=1), (2, 4, 9, 9)),
 }
 
@@ -62,6 +64,8 @@ def test_ops_on_meta_give_the_cpu_shapes():
         (swisk.ops.fwht, (torch.randn(3, 16, generator=g), 0.25), {}),
         (swisk.ops.srht, (torch.randn(3, 20, generator=g), 5, 7), {}),
         (swisk.ops.sketch, (torch.randn(3, 20, generator=g), "gaussian", 5, 7), {}),
+        (swisk.ops.srht_sketched_linear, (torch.randn(3, 20, generator=g), torch.randn(2, 20, 3, generator=g),
+                                          torch.randn(2, 3, 6, generator=g), 7), {}),
         (swisk.ops.kan_conv2d, (torch.randn(2, 3, 6, 6, generator=g), grid, torch.randn(4, 3, 3, 3, generator=g),
                                 torch.randn(4, 24, 3, 3, generator=g), None, 3), {"padding": 1}),
     ]

@@ -232,48 +232,91 @@ static void fwht(const FwhtArgs& a) {
   });
 }
 
-// SRHT (either direction): the in pass into the workspace (type A), its FWHT in place, the out pass. The
-// signs and the row permutation depend on the column alone: computed once per call as tables (the GPU
-// passes recompute them per element), with the passes' arithmetic of the kernel header.
+// SRHT (either direction), one row at a time in a per-thread buffer of big_n values that stays in cache.
+// Forward: b = pad(D x), its FWHT, out = scale b[perm]. Transpose: b = 0 but b[perm[i]] = g[i] (the scatter
+// that the GPU passes' gather through perm^-1 is), its FWHT, out = scale D b (first n). The signs and the k
+// kept rows depend on the column alone: tables once per call, from the header's draws; the arithmetic is
+// the passes', so the values are bitwise the GPU kernels'.
+// The tables' draws in vectorised integer loops (one Feistel pass for every entry, then the few that
+// left [0, big_n) walk on one by one).
+template <typename A>
+SK_CLONES static void srht_signs(const SrhtParams& p, int64_t lo, int64_t hi, A* __restrict sign) {
+  for (int64_t j = lo; j < hi; ++j) sign[j] = A(sk_srht_sign(p, sk_u32(j)));
+}
+
+// v[i] = feistel(v[i]) for i < count: sk_srht_feistel's forward rounds, a vectorised loop each.
+SK_CLONES static void srht_feistel_pass(const SrhtParams& p, sk_u32* __restrict v, int64_t count,
+                                        sk_u32* __restrict l) {
+  const sk_u32 h = p.half_bits, mask = (1u << h) - 1u;
+  for (int64_t i = 0; i < count; ++i) l[i] = v[i] >> h, v[i] &= mask;
+  for (sk_u32 t = 0; t < 4; ++t)
+    for (int64_t i = 0; i < count; ++i) {
+      const sk_u32 nr = l[i] ^ sk_srht_f(p, v[i], t);
+      l[i] = v[i];
+      v[i] = nr;
+    }
+  for (int64_t i = 0; i < count; ++i) v[i] |= l[i] << h;
+}
+
+// perm[lo, hi) = sk_srht_perm(i, false): a pass over every entry, then passes over those still outside
+// [0, big_n) (about half as many each time) until none is.
+static void srht_kept_rows(const SrhtParams& p, int64_t lo, int64_t hi, sk_u32* perm) {
+  const int64_t m = hi - lo;
+  std::vector<sk_u32> scratch(m), walk(m);
+  std::vector<int64_t> at(m);
+  for (int64_t i = 0; i < m; ++i) perm[lo + i] = sk_u32(lo + i);
+  srht_feistel_pass(p, perm + lo, m, scratch.data());
+  for (;;) {
+    int64_t w = 0;
+    for (int64_t i = 0; i < m; ++i)
+      if (perm[lo + i] >= p.big_n) at[w] = lo + i, walk[w++] = perm[lo + i];
+    if (w == 0) return;
+    srht_feistel_pass(p, walk.data(), w, scratch.data());
+    for (int64_t i = 0; i < w; ++i) perm[at[i]] = walk[i];
+  }
+}
+
+template <typename T, typename A>
+SK_CLONES_FLAT static void srht_row(const SrhtParams& p, bool transpose, const T* __restrict x, T* __restrict out,
+                                    const A* __restrict sign, const sk_u32* __restrict perm, A* __restrict b) {
+  const int64_t big = p.big_n, n = p.n, k = p.k;
+  if (transpose) {
+    std::fill(b, b + big, A(0));
+    for (int64_t i = 0; i < k; ++i) b[perm[i]] = A(x[i]);
+  } else {
+    for (int64_t j = 0; j < n; ++j) b[j] = sign[j] * A(x[j]);
+    std::fill(b + n, b + big, A(0));
+  }
+  if (big >= kLanes<A>) {
+    fwht_row<A>(b, b, big, A(1));
+  } else {
+    fwht_short_row<A>(b, big, A(1));
+  }
+  const A scale = A(p.scale);
+  if (transpose) {
+    for (int64_t j = 0; j < n; ++j) out[j] = T(sign[j] * b[j] * scale);
+  } else {
+    for (int64_t i = 0; i < k; ++i) out[i] = T(b[perm[i]] * scale);
+  }
+}
+
 static void srht(const SrhtArgs& a) {
   const SrhtParams p = srht_params(a);
   if (p.rows == 0) return;
   dispatch_float<true>(a.x.dtype, "srht", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
-    const T* x = a.x.ptr<const T>();
-    A* work = a.work.ptr<A>();
-    T* out = a.out.ptr<T>();
-    const int64_t rows = p.rows, big = p.big_n, n = p.n, k = p.k;
+    const int64_t n = p.n, k = p.k, big = p.big_n, in = a.transpose ? k : n, on = a.transpose ? n : k;
     std::vector<A> sign(n);
-    std::vector<sk_u32> perm(a.transpose ? big : k);  // transpose: the inverse permutation
-    parallel_for(n, 4096, [&](int64_t lo, int64_t hi) {
-      for (int64_t j = lo; j < hi; ++j) sign[j] = A(sk_srht_sign(p, sk_u32(j)));
-    });
-    parallel_for(int64_t(perm.size()), 1024, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) perm[i] = sk_srht_perm(p, sk_u32(i), a.transpose);
-    });
-    parallel_for(rows, std::max<int64_t>(1, 4096 / big), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) {
-        A* w = work + r * big;
-        if (a.transpose) {
-          for (int64_t j = 0; j < big; ++j) w[j] = perm[j] < k ? A(x[r * k + perm[j]]) : A(0);
-        } else {
-          for (int64_t j = 0; j < big; ++j) w[j] = j < n ? sign[j] * A(x[r * n + j]) : A(0);
-        }
-      }
-    });
-    fwht_rows<A, A>(work, work, p.rows, p.big_n, A(1));
-    const A scale = A(p.scale);
-    parallel_for(rows, std::max<int64_t>(1, 4096 / big), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) {
-        const A* w = work + r * big;
-        if (a.transpose) {
-          for (int64_t j = 0; j < n; ++j) out[r * n + j] = T(sign[j] * w[j] * scale);
-        } else {
-          for (int64_t i = 0; i < k; ++i) out[r * k + i] = T(w[perm[i]] * scale);
-        }
-      }
+    std::vector<sk_u32> perm(k);
+    parallel_for(n, 4096, [&](int64_t lo, int64_t hi) { srht_signs<A>(p, lo, hi, sign.data()); });
+    parallel_for(k, 1024, [&](int64_t lo, int64_t hi) { srht_kept_rows(p, lo, hi, perm.data()); });
+    const T* x = a.x.ptr<const T>();
+    T* out = a.out.ptr<T>();
+    parallel_for(p.rows, std::max<int64_t>(1, 4096 / big), [&](int64_t lo, int64_t hi) {
+      std::vector<A> b(big);
+      for (int64_t r = lo; r < hi; ++r)
+        srht_row<T, A>(p, a.transpose, x + r * in, out + r * on, sign.data(), perm.data(), b.data());
     });
   });
 }

@@ -4,42 +4,54 @@ torch ops: autograd, double backward, forward mode, vmap and compile come from t
 in) expansion of the formulation never exists."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .._backend import autocast_enabled
+from ..reference.sketched import srht_blocks, term_seed
+from .sketch import _check_args, srht_op, srht_transpose_op
+from .define import invoke
 
 _OP = "sketched_linear"
 
 
-def _check(x, S1s, S2s, U1s, U2s, bias):
-    named = {"x": x, "S1s": S1s, "S2s": S2s, "U1s": U1s, "U2s": U2s}
-    if bias is not None:
-        named["bias"] = bias
+def _check_tensors(op, named):
+    x = named["x"]
     for name, t in named.items():
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"[{_OP}] {name}: expected a torch.Tensor, got {type(t).__name__}")
+            raise TypeError(f"[{op}] {name}: expected a torch.Tensor, got {type(t).__name__}")
         if not t.is_floating_point():
-            raise TypeError(f"[{_OP}] {name}: expected a floating dtype, got {t.dtype}")
+            raise TypeError(f"[{op}] {name}: expected a floating dtype, got {t.dtype}")
         if t.dtype != x.dtype and not autocast_enabled(x.device.type):
-            raise TypeError(f"[{_OP}] {name}: dtype {t.dtype} differs from x's {x.dtype}")
+            raise TypeError(f"[{op}] {name}: dtype {t.dtype} differs from x's {x.dtype}")
         if t.device != x.device:
-            raise ValueError(f"[{_OP}] {name}: on {t.device}, x on {x.device}")
-    for name in ("S1s", "S2s", "U1s", "U2s"):
+            raise ValueError(f"[{op}] {name}: on {t.device}, x on {x.device}")
+
+
+def _check(x, S1s, S2s, bias, op=_OP, **operators):
+    """Types, dtypes, devices and shapes of the layer's tensors: S1s (T, in, r) and S2s (T, r, out) set the
+    sizes, the operators (U1s, U2s) when given must match them."""
+    named = {"x": x, "S1s": S1s, "S2s": S2s, **operators}
+    if bias is not None:
+        named["bias"] = bias
+    _check_tensors(op, named)
+    for name in ("S1s", "S2s", *operators):
         if named[name].dim() != 3:
-            raise ValueError(f"[{_OP}] {name}: must be 3-d (num_terms, ...), got shape {tuple(named[name].shape)}")
+            raise ValueError(f"[{op}] {name}: must be 3-d (num_terms, ...), got shape {tuple(named[name].shape)}")
     t, fin, r = S1s.shape
     out = S2s.shape[2]
     want = {"S1s": (t, fin, r), "S2s": (t, r, out), "U1s": (t, r, out), "U2s": (t, fin, r)}
-    for name, shape in want.items():
-        if tuple(named[name].shape) != shape:
-            raise ValueError(f"[{_OP}] {name}: must be {shape} (num_terms, in, r from S1s; out from S2s), "
+    for name in [n for n in want if n in named]:
+        if tuple(named[name].shape) != want[name]:
+            raise ValueError(f"[{op}] {name}: must be {want[name]} (num_terms, in, r from S1s; out from S2s), "
                              f"got {tuple(named[name].shape)}")
     if t == 0:
-        raise ValueError(f"[{_OP}] S1s: needs at least one term, got num_terms = 0")
+        raise ValueError(f"[{op}] S1s: needs at least one term, got num_terms = 0")
     if x.dim() == 0 or x.shape[-1] != fin:
-        raise ValueError(f"[{_OP}] x: last dimension must be in_features = {fin}, got shape {tuple(x.shape)}")
+        raise ValueError(f"[{op}] x: last dimension must be in_features = {fin}, got shape {tuple(x.shape)}")
     if bias is not None and tuple(bias.shape) != (out,):
-        raise ValueError(f"[{_OP}] bias: must be ({out},), got {tuple(bias.shape)}")
+        raise ValueError(f"[{op}] bias: must be ({out},), got {tuple(bias.shape)}")
 
 
 def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
@@ -58,7 +70,7 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
     """
-    _check(x, S1s, S2s, U1s, U2s, bias)
+    _check(x, S1s, S2s, bias, U1s=U1s, U2s=U2s)
     if autocast_enabled(x.device.type):
         dt = torch.get_autocast_dtype(x.device.type)
         x, S1s, S2s, U1s, U2s = (t.to(dt) for t in (x, S1s, S2s, U1s, U2s))
@@ -93,13 +105,7 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     """
     op = "sketched_conv2d"
     named = {"x": x, "S1s": S1s, "U1s": U1s} if bias is None else {"x": x, "S1s": S1s, "U1s": U1s, "bias": bias}
-    for name, t in named.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"[{op}] {name}: expected a torch.Tensor, got {type(t).__name__}")
-        if t.dtype != x.dtype and not autocast_enabled(x.device.type):
-            raise TypeError(f"[{op}] {name}: dtype {t.dtype} differs from x's {x.dtype}")
-        if t.device != x.device:
-            raise ValueError(f"[{op}] {name}: on {t.device}, x on {x.device}")
+    _check_tensors(op, named)
     if S1s.dim() != 4 or U1s.dim() != 3 or S1s.shape[0] != U1s.shape[0] * U1s.shape[1]:
         raise ValueError(f"[{op}] S1s: must be (L·r, C, kh, kw) with U1s (L, r, out), got {tuple(S1s.shape)} and "
                          f"{tuple(U1s.shape)}")
@@ -116,3 +122,106 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     if bias is not None:
         y = y + bias.to(y.dtype)[:, None]
     return y.view(b, -1, h, w)
+
+
+def _srht_apply(v, t, r, n, seed, stream, transpose):
+    """v·Uᵀ (v (..., n) -> (..., T·r)) or, transposed, v·U (v (..., T·r) -> (..., n)) for the stacked SRHT
+    operator U (T·r, n) of stream 0 (U1) or 1 (U2ᵀ), as (w, a) with v·Uᵀ (or v·U) = a·w: the blocks' scale
+    √(k_b / r) is returned for the caller to fold into its next product when every block has the same."""
+    blocks = srht_blocks(t, r, n)
+    uniform = len(set(blocks)) == 1
+    a = math.sqrt(blocks[0]) if uniform else 1.0
+    parts, row = [], 0
+    for b, terms in enumerate(blocks):
+        k, s = terms * r, term_seed(seed, 2 * b + stream)
+        w = invoke(srht_transpose_op, v[..., row:row + k], n, s) if transpose else invoke(srht_op, v, k, s)
+        parts.append(w if uniform else w * math.sqrt(terms))
+        row += k
+    if len(parts) == 1:
+        return parts[0], a
+    if transpose:
+        return sum(parts[1:], parts[0]), a
+    return torch.cat(parts, -1), a
+
+
+def _check_srht(op, S1s, S2s, seed):
+    t, fin, r = S1s.shape
+    fout = S2s.shape[2]
+    if r > min(fin, fout):
+        raise ValueError(f"[{op}] S1s: low rank r = {r} must not exceed min(in, out) = {min(fin, fout)} (each SRHT "
+                         f"block keeps at most n of its rows)")
+    _check_args(op, "gaussian", 1, seed, 1)
+
+
+def srht_sketched_linear(x, S1s, S2s, seed, bias=None):
+    """Panther's sketched linear layer with seeded SRHT operators: 1/(2T)·Σ_i (x·S1_i·U1_i + x·U2_i·S2_i) +
+    bias, where U1 (T·r, out) and U2ᵀ (T·r, in) stacked are blocks of rows of randomized Hadamard transforms
+    (swisk.reference.sketched.srht_operator: entries ±1/√r like Panther's scaled signs) applied in
+    O(n log n) per row through swisk.ops.srht and its transpose, never materialised. Two of the four GEMMs
+    (and two of the backward's six) become FWHTs: 3/5 of sketched_linear's GEMM FLOPs, no stored U.
+
+    Args:
+        x: (..., in).
+        S1s: (T, in, r) and S2s: (T, r, out), the learned factors, r <= min(in, out).
+        seed: 0 <= seed < 2^63: the operators (the same on every device and thread count).
+        bias: (out,) or None.
+
+    Returns:
+        (..., out); differentiable in x, S1s, S2s and bias to any order, forward mode included.
+
+    Raises:
+        TypeError / ValueError naming the argument for wrong types, dtypes, devices, shapes or seed.
+    """
+    op = "srht_sketched_linear"
+    _check(x, S1s, S2s, bias, op)
+    _check_srht(op, S1s, S2s, seed)
+    if autocast_enabled(x.device.type):
+        dt = torch.get_autocast_dtype(x.device.type)
+        x, S1s, S2s = (t.to(dt) for t in (x, S1s, S2s))
+        bias = None if bias is None else bias.to(dt)
+    t, fin, r = S1s.shape
+    fout = S2s.shape[2]
+    x2 = x.reshape(-1, fin)
+    c = 0.5 / t
+    z1 = torch.mm(x2, S1s.transpose(0, 1).reshape(fin, t * r))                  # (batch, T·r)
+    z2, a2 = _srht_apply(x2, t, r, fin, seed, 1, False)                           # x·U2 through the FWHT
+    s2 = S2s.reshape(t * r, fout)
+    y = torch.mm(z2, s2) * (c * a2) if bias is None else torch.addmm(bias, z2, s2, alpha=c * a2)
+    y1, a1 = _srht_apply(z1, t, r, fout, seed, 0, True)                           # z1·U1 through the FWHT
+    y = torch.add(y, y1, alpha=c * a1)
+    return y.reshape(*x.shape[:-1], fout)
+
+
+def srht_sketched_operators(num_terms: int, low_rank: int, in_features: int, out_features: int, seed: int,
+                            dtype=torch.float32, device="cpu"):
+    """The operators srht_sketched_linear applies, materialised: (U1s (T, r, out), U2s (T, in, r)), so
+    srht_sketched_linear(x, S1s, S2s, seed, b) = sketched_linear(x, S1s, S2s, U1s, U2s, b).
+
+    Args:
+        num_terms, low_rank: T and r (r <= min(in_features, out_features)).
+        in_features, out_features: the layer's widths.
+        seed: 0 <= seed < 2^63.
+        dtype, device: of the result.
+
+    Returns:
+        (U1s, U2s).
+
+    Raises:
+        TypeError / ValueError naming the argument for wrong sizes or seed.
+    """
+    op = "srht_sketched_operators"
+    for name, v in (("num_terms", num_terms), ("low_rank", low_rank), ("in_features", in_features),
+                    ("out_features", out_features)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"[{op}] {name}: expected an int, got {type(v).__name__}")
+        if v < 1:
+            raise ValueError(f"[{op}] {name}: must be >= 1, got {v}")
+    t, r = num_terms, low_rank
+    if r > min(in_features, out_features):
+        raise ValueError(f"[{op}] low_rank: {r} must not exceed min(in_features, out_features) = "
+                         f"{min(in_features, out_features)}")
+    _check_args(op, "gaussian", 1, seed, 1)
+    eye = torch.eye(t * r, dtype=dtype, device=device)
+    u1, a1 = _srht_apply(eye, t, r, out_features, seed, 0, True)
+    u2, a2 = _srht_apply(eye, t, r, in_features, seed, 1, True)
+    return (u1 * a1).view(t, r, out_features), (u2 * a2).view(t, r, in_features).transpose(1, 2)

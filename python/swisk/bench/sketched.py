@@ -39,6 +39,30 @@ def _case(batch, fin, fout, t, r):
 CASES = [_case(256, 2048, 1024, 8, 128), _case(256, 1024, 512, 6, 96)]
 
 
+def _srht_setup(batch, fin, fout, t, r):
+    def setup(device, dtype, gen):
+        a = _setup(batch, fin, fout, t, r)(device, dtype, gen)
+        a["seed"] = int(torch.randint(0, 2**62, (), generator=gen))
+        a["U1s"], a["U2s"] = ops.srht_sketched_operators(t, r, fin, fout, a["seed"], dtype, device)
+        return a
+    return setup
+
+
+def _srht_case(batch, fin, fout, t, r):
+    """The layer with seeded SRHT operators (never materialised: x·U2 and z·U1 are FWHTs) against Panther's
+    formulation with the same operators stored, as Panther holds its U1s/U2s."""
+    return Case("sketched_linear", f"b{batch} {fin}->{fout} T={t} r={r} srht operators",
+                _srht_setup(batch, fin, fout, t, r),
+                run=lambda a: ops.srht_sketched_linear(a["x"], a["S1s"], a["S2s"], a["seed"], a["bias"]),
+                reference=lambda a: reference.sketched_linear(*(a[k] for k in _ARGS)),
+                grads=("x", "S1s", "S2s", "bias"), flops=2.0 * batch * 2 * t * r * (fin + fout),
+                goal="CPU: fwd+bwd >= 1.5x Panther's formulation",
+                targets=("cpu: fwdbwd_speedup >= 1.5",))
+
+
+CASES += [_srht_case(256, 2048, 1024, 8, 128), _srht_case(256, 1024, 512, 6, 96)]
+
+
 def _conv_setup(batch, c, o, size, t, r):
     def setup(device, dtype, gen):
         f64 = dict(generator=gen, dtype=torch.float64)

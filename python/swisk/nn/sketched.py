@@ -3,7 +3,9 @@ the same constructor, parameters (S1s, S2s, bias), buffers (U1s, U2s), initialis
 so a Panther state_dict loads and gives the same output; any sizes (no multiple-of-16 rule). With
 ``seed=``, U1s and U2s are Rademacher operators regenerated from the seed on every forward
 (swisk.ops.sketch_matrix: the same on every device and thread count) instead of stored: the state_dict
-holds the seed, and the layer's memory is its learned factors."""
+holds the seed, and the layer's memory is its learned factors. ``operator="srht"`` makes them seeded
+randomized Hadamard transforms (swisk.ops.srht_sketched_linear): entries ±1/√r as Panther's, applied in
+O(n log n) per row, so two of the forward's four GEMMs (and two of the backward's six) are FWHTs."""
 from __future__ import annotations
 
 import math
@@ -13,19 +15,11 @@ import torch
 from torch.nn import init
 
 from .. import ops
-from .._ops.sketched import sketched_conv2d, sketched_linear
+from .._ops.sketched import _srht_apply, sketched_conv2d, sketched_linear, srht_sketched_linear
+from ..reference.sketched import term_seed
 from ._checks import LAYER_RAISES_DOC, int_arg
 
 _MASK63 = (1 << 63) - 1
-
-
-def term_seed(seed: int, stream: int) -> int:
-    """A 63-bit seed for one operator of a layer (splitmix64 of seed and stream): layers whose seeds
-    differ share no operator."""
-    z = (seed + (stream + 1) * 0x9E3779B97F4A7C15) & ((1 << 64) - 1)
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & ((1 << 64) - 1)
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & ((1 << 64) - 1)
-    return (z ^ (z >> 31)) & _MASK63
 
 
 def _signs(rows: int, cols: int, dtype, device) -> torch.Tensor:
@@ -33,7 +27,23 @@ def _signs(rows: int, cols: int, dtype, device) -> torch.Tensor:
     return torch.sign(torch.rand(rows, cols, dtype=dtype, device=device) - 0.5) * (1.0 / math.sqrt(rows))
 
 
-class SKLinear(torch.nn.Module):
+class _Seeded(torch.nn.Module):
+    """A layer whose operators may come from a seed: the ``seed`` buffer is the state, mirrored as a Python
+    int (set at construction, refreshed by load_state_dict) so that a forward reads it with no host
+    synchronisation and torch.compile sees a constant."""
+
+    def _set_seed(self, seed: int, device) -> None:
+        self.register_buffer("seed", torch.tensor(seed, dtype=torch.int64, device=device))
+        self._seed = seed
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        v = state_dict.get(prefix + "seed")
+        if "seed" in self._buffers and isinstance(v, torch.Tensor) and v.device.type != "meta":
+            self._seed = int(v)
+
+
+class SKLinear(_Seeded):
     __doc__ = """y = 1/(2T)·Σ_i (x·S1_i·U1_i + x·U2_i·S2_i) + bias with T = num_terms, rank r = low_rank.
 
     Parameters ``S1s`` (T, in, r), ``S2s`` (T, r, out), ``bias`` (out); buffers ``U1s`` (T, r, out) and
@@ -46,6 +56,9 @@ class SKLinear(torch.nn.Module):
         bias: whether the layer has a bias.
         dtype, device: of the parameters and buffers.
         seed: None (U1s/U2s drawn from torch's generator and stored) or 0 <= seed < 2^63.
+        operator: "rademacher" (Panther's scaled signs; stored, or regenerated from ``seed``) or "srht"
+            (seeded Hadamard operators, never materialised; without ``seed`` one is drawn from torch's
+            generator); needs low_rank <= min(in_features, out_features).
 
 """ + LAYER_RAISES_DOC
 
@@ -53,25 +66,35 @@ class SKLinear(torch.nn.Module):
                       "Consider reducing 'num_terms' or 'low_rank' for efficiency.")
 
     def __init__(self, in_features, out_features, num_terms, low_rank, W_init=None, bias=True, dtype=None,
-                 device=None, seed=None):
+                 device=None, seed=None, operator="rademacher"):
         name = "SKLinear"
         fin = int_arg(name, "in_features", in_features, 1)
         fout = int_arg(name, "out_features", out_features, 1)
         t = int_arg(name, "num_terms", num_terms, 1)
         r = int_arg(name, "low_rank", low_rank, 1)
+        if operator not in ("rademacher", "srht"):
+            raise ValueError(f"[{name}] operator: expected 'rademacher' or 'srht', got {operator!r}")
+        if operator == "srht":
+            if r > min(fin, fout):
+                raise ValueError(f"[{name}] low_rank: {r} must not exceed min(in_features, out_features) = "
+                                 f"{min(fin, fout)} with operator='srht'")
+            if seed is None:
+                seed = int(torch.randint(0, _MASK63, (), dtype=torch.int64, device="cpu"))
         if seed is not None:
             seed = int_arg(name, "seed", seed, 0, _MASK63)
         if 2 * t * r * (fout + fin) > fout * fin:
             warnings.warn(self.WARNING_MSG_FC, category=UserWarning, stacklevel=2)
         super().__init__()
         self.in_features, self.out_features, self.num_terms, self.low_rank = fin, fout, t, r
+        self.operator = operator
         kw = {"dtype": dtype, "device": device}
         if seed is None:
             self.register_buffer("U1s", torch.stack([_signs(r, fout, **kw) for _ in range(t)]).contiguous())
             self.register_buffer("U2s", torch.stack([_signs(r, fin, **kw).T for _ in range(t)]).contiguous())
         else:
-            self.register_buffer("seed", torch.tensor(seed, dtype=torch.int64, device=device))
-        u1, u2 = self.operators(dtype=dtype, device=device)
+            self._set_seed(seed, device)
+        if operator == "rademacher":
+            u1, u2 = self.operators(dtype=dtype, device=device)
         if W_init is None:
             w = torch.empty(fin, fout, **kw)
             init.kaiming_uniform_(w, a=math.sqrt(5))
@@ -80,8 +103,14 @@ class SKLinear(torch.nn.Module):
                 raise ValueError(f"[{name}] W_init: must be a ({fout}, {fin}) tensor (out, in), got "
                                  f"{getattr(W_init, 'shape', type(W_init).__name__)}")
             w = W_init.T.detach().clone().to(**{k: v for k, v in kw.items() if v is not None})
-        self.S1s = torch.nn.Parameter(torch.stack([w @ u1[i].T for i in range(t)]).contiguous())
-        self.S2s = torch.nn.Parameter(torch.stack([u2[i].T @ w for i in range(t)]).contiguous())
+        if operator == "srht":  # S1 = W·U1ᵀ and S2 = U2ᵀ·W, the operators applied to W's rows and columns
+            s1, a1 = _srht_apply(w, t, r, fout, seed, 0, False)
+            s2, a2 = _srht_apply(w.T, t, r, fin, seed, 1, False)
+            self.S1s = torch.nn.Parameter((s1 * a1).view(fin, t, r).transpose(0, 1).contiguous())
+            self.S2s = torch.nn.Parameter((s2 * a2).T.reshape(t, r, fout).contiguous())
+        else:
+            self.S1s = torch.nn.Parameter(torch.stack([w @ u1[i].T for i in range(t)]).contiguous())
+            self.S2s = torch.nn.Parameter(torch.stack([u2[i].T @ w for i in range(t)]).contiguous())
         if bias:
             self.bias = torch.nn.Parameter(torch.empty(fout, **kw))
             fan_in, _ = init._calculate_fan_in_and_fan_out(w)
@@ -91,13 +120,15 @@ class SKLinear(torch.nn.Module):
             self.register_parameter("bias", None)
 
     def operators(self, dtype=None, device=None):
-        """(U1s, U2s): the stored buffers, or the Rademacher operators of the seed."""
+        """(U1s, U2s): the stored buffers, or the Rademacher or SRHT operators of the seed."""
         if "seed" not in self._buffers:
             return self.U1s, self.U2s
-        seed = int(self.seed)
+        seed = self._seed
         dtype = dtype or (self.S1s.dtype if hasattr(self, "S1s") else torch.get_default_dtype())
         device = device or self.seed.device
         t, r = self.num_terms, self.low_rank
+        if self.operator == "srht":
+            return ops.srht_sketched_operators(t, r, self.in_features, self.out_features, seed, dtype, device)
         u1 = torch.cat([ops.sketch_matrix("rademacher", r, self.out_features, term_seed(seed, 2 * i), dtype, device)
                         for i in range(t)])
         u2 = torch.cat([ops.sketch_matrix("rademacher", r, self.in_features, term_seed(seed, 2 * i + 1), dtype, device)
@@ -106,11 +137,14 @@ class SKLinear(torch.nn.Module):
         return u1.view(t, r, -1), u2.view(t, r, -1).transpose(1, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.operator == "srht":
+            return srht_sketched_linear(x, self.S1s, self.S2s, self._seed, self.bias)
         u1, u2 = self.operators(self.S1s.dtype, self.S1s.device)
         return sketched_linear(x, self.S1s, self.S2s, u1, u2, self.bias)
 
     def extra_repr(self) -> str:
-        seeded = f", seed={int(self.seed)}" if "seed" in self._buffers else ""
+        seeded = f", seed={self._seed}" if "seed" in self._buffers else ""
+        seeded += ", operator='srht'" if self.operator == "srht" else ""
         return (f"in_features={self.in_features}, out_features={self.out_features}, num_terms={self.num_terms}, "
                 f"low_rank={self.low_rank}, bias={self.bias is not None}{seeded}")
 
@@ -123,7 +157,7 @@ def _pair(name, arg, v):
     raise TypeError(f"[{name}] {arg}: expected an int or a pair, got {v!r}")
 
 
-class SKConv2d(torch.nn.Module):
+class SKConv2d(_Seeded):
     __doc__ = """Panther's SKConv2d: y = conv2d(x, S1s) combined over its L·r channels by the fixed U1s (/L) + bias,
     L = 2·num_terms. Parameters ``S1s`` (L·r, C, kh, kw) and ``bias``; buffer ``U1s`` (L, r, out), or with
     ``seed`` the buffer ``seed`` and U1s regenerated per forward. ``fromTorch(conv, num_terms, low_rank)``
@@ -161,8 +195,7 @@ class SKConv2d(torch.nn.Module):
         if seed is None:
             self.register_buffer("U1s", torch.stack([_signs(r, self.out_channels, **kw) for _ in range(terms)]))
         else:
-            self.register_buffer("seed", torch.tensor(int_arg(name, "seed", seed, 0, _MASK63), dtype=torch.int64,
-                                                      device=device))
+            self._set_seed(int_arg(name, "seed", seed, 0, _MASK63), device)
         if layer is None:
             kernels = torch.empty(self.in_channels, *self.kernel_size, self.out_channels, **kw)
             init.kaiming_uniform_(kernels, a=math.sqrt(5))
@@ -200,7 +233,7 @@ class SKConv2d(torch.nn.Module):
         """U1s: the stored buffer, or the Rademacher operators of the seed."""
         if "seed" not in self._buffers:
             return self.U1s
-        seed = int(self.seed)
+        seed = self._seed
         return torch.stack([ops.sketch_matrix("rademacher", self.low_rank, self.out_channels, term_seed(seed, i),
                                               dtype or torch.get_default_dtype(), device or self.seed.device)
                             for i in range(2 * self.num_terms)])

@@ -1,8 +1,57 @@
 """Panther's sketched linear layer in its own formulation: T terms, each a pair of low-rank products of
-the input expanded over the terms, averaged."""
+the input expanded over the terms, averaged; and the scheme of its seeded SRHT operators."""
 from __future__ import annotations
 
+import math
+
 import torch
+
+from .sketch import srht_matrix
+
+_MASK64 = (1 << 64) - 1
+
+
+def term_seed(seed: int, stream: int) -> int:
+    """A 63-bit seed for one operator of a layer (splitmix64 of seed and stream): layers whose seeds
+    differ share no operator."""
+    z = (seed + (stream + 1) * 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) & ((1 << 63) - 1)
+
+
+def srht_blocks(t: int, r: int, n: int) -> list:
+    """Terms per SRHT block of a stacked (T·r, n) operator (r <= n): as few blocks as keep each block's
+    rows within n, the terms split as evenly as possible, earlier blocks taking the extra ones."""
+    nb = -(-t // max(1, min(t, n // r)))
+    base, extra = divmod(t, nb)
+    return [base + (b < extra) for b in range(nb)]
+
+
+def srht_operator(t: int, r: int, n: int, seed: int, stream: int) -> torch.Tensor:
+    """The stacked (T·r, n) operator of stream 0 (U1: n = out) or 1 (U2ᵀ: n = in), float64: block b is
+    srht_matrix(k_b, n, term_seed(seed, 2b + stream)) · √(k_b / r), k_b its rows, so every entry is ±1/√r
+    (Panther's scaled signs, here rows of one Hadamard transform per block)."""
+    blocks = []
+    for b, terms in enumerate(srht_blocks(t, r, n)):
+        k = terms * r
+        blocks.append(srht_matrix(k, n, term_seed(seed, 2 * b + stream)) * math.sqrt(terms))
+    return torch.cat(blocks)
+
+
+def srht_sketched_operators(t: int, r: int, fin: int, fout: int, seed: int, dtype=torch.float64, device="cpu"):
+    """(U1s (T, r, out), U2s (T, in, r)) of swisk.ops.srht_sketched_linear with this seed."""
+    u1 = srht_operator(t, r, fout, seed, 0).view(t, r, fout)
+    u2 = srht_operator(t, r, fin, seed, 1).view(t, r, fin).transpose(1, 2)
+    return u1.to(device, dtype), u2.contiguous().to(device, dtype)
+
+
+def srht_sketched_linear(x, S1s, S2s, seed, bias=None):
+    """Panther's layer with the seeded SRHT operators, materialised: sketched_linear(x, S1s, S2s, U1s, U2s,
+    bias) with (U1s, U2s) = srht_sketched_operators(T, r, in, out, seed)."""
+    t, fin, r = S1s.shape
+    u1, u2 = srht_sketched_operators(t, r, fin, S2s.shape[2], seed, x.dtype, x.device)
+    return sketched_linear(x, S1s, S2s, u1, u2, bias)
 
 
 def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):

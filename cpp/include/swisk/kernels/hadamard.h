@@ -220,26 +220,35 @@ SWISK_HD float sk_srht_sign(SWISK_CONST SrhtParams& p, sk_u32 j) {
   return (sk_srht_draw(p, j, 0, SK_SRHT_SIGNS) >> 31) ? -1.0f : 1.0f;
 }
 
-// perm(v) (inverse = false) or perm^-1(v), v < big_n.
-SWISK_HD sk_u32 sk_srht_perm(SWISK_CONST SrhtParams& p, sk_u32 v, bool inverse) {
-  const sk_u32 h = p.half_bits, mask = (1u << h) - 1u;
-  do {
-    sk_u32 l = v >> h, r = v & mask;
-    for (sk_u32 t = 0; t < 4; ++t) {
-      if (inverse) {  // (l, r) = (r' ^ F(l'), l')
-        const sk_u32 f = sk_srht_draw(p, l, 3 - t, SK_SRHT_PERM) & mask;
-        const sk_u32 nl = r ^ f;
-        r = l;
-        l = nl;
-      } else {  // (l, r) = (r, l ^ F(r))
-        const sk_u32 f = sk_srht_draw(p, r, t, SK_SRHT_PERM) & mask;
-        const sk_u32 nr = l ^ f;
-        l = r;
-        r = nr;
-      }
+// The Feistel network's round function F_t on an h-bit half.
+SWISK_HD sk_u32 sk_srht_f(SWISK_CONST SrhtParams& p, sk_u32 half, sk_u32 t) {
+  return sk_srht_draw(p, half, t, SK_SRHT_PERM) & ((1u << p.half_bits) - 1u);
+}
+
+// One 4-round Feistel permutation of [0, 2^(2h)) (inverse = false) or its inverse.
+SWISK_HD sk_u32 sk_srht_feistel(SWISK_CONST SrhtParams& p, sk_u32 v, bool inverse) {
+  const sk_u32 h = p.half_bits;
+  sk_u32 l = v >> h, r = v & ((1u << h) - 1u);
+  for (sk_u32 t = 0; t < 4; ++t) {
+    if (inverse) {  // (l, r) = (r' ^ F(l'), l')
+      const sk_u32 nl = r ^ sk_srht_f(p, l, 3 - t);
+      r = l;
+      l = nl;
+    } else {  // (l, r) = (r, l ^ F(r))
+      const sk_u32 nr = l ^ sk_srht_f(p, r, t);
+      l = r;
+      r = nr;
     }
-    v = (l << h) | r;
-  } while (v >= p.big_n);  // a permutation of [0, 2^(2h)): the walk returns into [0, big_n)
+  }
+  return (l << h) | r;
+}
+
+// perm(v) (inverse = false) or perm^-1(v), v < big_n: the Feistel permutation walked back into [0, big_n).
+// Walking on from a v >= big_n continues the same walk.
+SWISK_HD sk_u32 sk_srht_perm(SWISK_CONST SrhtParams& p, sk_u32 v, bool inverse) {
+  do {
+    v = sk_srht_feistel(p, v, inverse);
+  } while (v >= p.big_n);
   return v;
 }
 
