@@ -1,7 +1,7 @@
 """A sketched MLP (Panther's SKLinear on swisk for the hidden layers: learned S1s/S2s, fixed random
 U1s/U2s) against the same MLP with nn.Linear, on scikit-learn's digits: trained parameters, stored
 bytes, accuracy, time per step. With seed=..., U1s/U2s are regenerated from the seed at every forward
-instead of stored.
+instead of stored; with operator="srht" they are seeded Hadamard operators applied through the FWHT.
 
     python examples/sketched_mlp.py [--epochs 30]
 """
@@ -23,10 +23,11 @@ def mlp(kind: str, hidden: int = 256, num_terms: int = 2, low_rank: int = 16) ->
         def layer(i, o):
             return nn.Linear(i, o)
     else:
-        seeds = iter(range(1, 100)) if kind == "sketched, seeded" else None
+        seeds = iter(range(1, 100)) if kind != "sketched" else None
+        operator = "srht" if kind == "sketched, srht" else "rademacher"
 
         def layer(i, o):
-            return SKLinear(i, o, num_terms, low_rank, seed=None if seeds is None else next(seeds))
+            return SKLinear(i, o, num_terms, low_rank, seed=None if seeds is None else next(seeds), operator=operator)
     return nn.Sequential(nn.Linear(64, hidden), nn.GELU(), layer(hidden, hidden), nn.GELU(), layer(hidden, hidden),
                          nn.GELU(), nn.Linear(hidden, 10))
 
@@ -41,7 +42,7 @@ def train(epochs: int = 30, batch: int = 64, lr: float = 3e-3, n_train: int = 14
           verbose: bool = True) -> dict:
     data = digits_data.load(n_train, seed)
     out = {}
-    for kind in ("dense", "sketched", "sketched, seeded"):
+    for kind in ("dense", "sketched", "sketched, seeded", "sketched, srht"):
         torch.manual_seed(seed)
         net = mlp(kind)
         params = sum(p.numel() for p in net.parameters() if p.requires_grad)

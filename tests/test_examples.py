@@ -51,9 +51,9 @@ def test_wavelet_kan_digits():
 
 def test_sketched_mlp():
     out = _load("sketched_mlp").train(epochs=3, verbose=False)
-    dense, sk, seeded = out["dense"], out["sketched"], out["sketched, seeded"]
-    assert sk["params"] == seeded["params"] < dense["params"]
-    assert seeded["stored"] < sk["stored"]  # U1s/U2s regenerated from the seed, not stored
+    dense, sk, seeded, srht = out["dense"], out["sketched"], out["sketched, seeded"], out["sketched, srht"]
+    assert sk["params"] == seeded["params"] == srht["params"] < dense["params"]
+    assert seeded["stored"] == srht["stored"] < sk["stored"]  # U1s/U2s regenerated from the seed, not stored
     assert min(r["accuracy"] for r in out.values()) > 0.7, out
 
 

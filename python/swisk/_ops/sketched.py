@@ -131,12 +131,12 @@ def _srht_apply(v, t, r, n, seed, stream, transpose):
     blocks = srht_blocks(t, r, n)
     uniform = len(set(blocks)) == 1
     a = math.sqrt(blocks[0]) if uniform else 1.0
-    parts, row = [], 0
-    for b, terms in enumerate(blocks):
-        k, s = terms * r, term_seed(seed, 2 * b + stream)
-        w = invoke(srht_transpose_op, v[..., row:row + k], n, s) if transpose else invoke(srht_op, v, k, s)
+    pieces = v.split([terms * r for terms in blocks], -1) if transpose else [v] * len(blocks)  # split: one cat back
+    parts = []
+    for b, (terms, piece) in enumerate(zip(blocks, pieces)):
+        s = term_seed(seed, 2 * b + stream)
+        w = invoke(srht_transpose_op, piece, n, s) if transpose else invoke(srht_op, piece, terms * r, s)
         parts.append(w if uniform else w * math.sqrt(terms))
-        row += k
     if len(parts) == 1:
         return parts[0], a
     if transpose:
