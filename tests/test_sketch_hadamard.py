@@ -122,6 +122,29 @@ def test_srht_rows_are_a_permutation():
         assert not torch.equal(rows, ref.srht_rows(big_n, n, 6)) or big_n <= 2
 
 
+def test_srht_cpu_is_the_gpu_kernels_bitwise_at_any_thread_count(rng):
+    """The CPU's row-by-row SRHT (its kept-row table from vectorised Feistel passes, chunked across threads,
+    the walk back into [0, N) included) gives the emulated GPU passes' values exactly, either direction."""
+    threads = torch.get_num_threads()
+    try:
+        for n, k in ((5000, 3000), (2048, 2048), (1000, 999), (3, 2)):  # 13, 11, 10 and 2 bits
+            seed = int(torch.randint(0, 2**62, (), generator=rng))
+            x, g = torch.randn(5, n, generator=rng), torch.randn(5, k, generator=rng)
+            want = {}
+            for backend in ("cuda-emu", "cpu"):
+                with testing.backend(backend):
+                    for t in (1, 2):
+                        torch.set_num_threads(t)
+                        got = (swisk.ops.srht(x, k, seed), torch.ops.swisk.srht_transpose(g, n, seed))
+                        for a, b in zip(got, want.setdefault("y", got)):
+                            assert torch.equal(a, b), (n, k, backend, t)
+            torch.testing.assert_close(want["y"][0].double(), ref.srht(x.double(), k, seed), rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(want["y"][1].double(), ref.srht_transpose(g.double(), n, seed), rtol=1e-5,
+                                       atol=1e-5)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_srht_johnson_lindenstrauss():
     x = torch.randn(100, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     ratios = torch.stack([swisk.ops.srht(x, 16, seed).square().sum() for seed in range(300)]) / x.square().sum()
