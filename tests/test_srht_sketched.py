@@ -208,6 +208,13 @@ def test_seeded_layers_compile_without_graph_breaks(rng, operator):
     other.load_state_dict(layer.state_dict())
     x = torch.randn(4, 24, generator=rng)
     torch.testing.assert_close(torch.compile(other, fullgraph=True)(x), layer(x), rtol=1e-5, atol=1e-6)
+    other.seed.fill_(11)  # an in-place write (as DDP's broadcast): the next eager forward reads it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        eleven = SKLinear(24, 12, 2, 3, seed=11, operator=operator)
+    eleven.load_state_dict({k: v for k, v in other.state_dict().items()})
+    torch.testing.assert_close(other(x), eleven(x), rtol=0, atol=0)
+    assert not torch.equal(other(x), layer(x))
     conv = SKConv2d(3, 4, 3, seed=3)
     xc = torch.randn(2, 3, 8, 8, generator=rng)
     torch.testing.assert_close(torch.compile(conv, fullgraph=True)(xc), conv(xc))

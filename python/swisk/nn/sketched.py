@@ -29,18 +29,26 @@ def _signs(rows: int, cols: int, dtype, device) -> torch.Tensor:
 
 class _Seeded(torch.nn.Module):
     """A layer whose operators may come from a seed: the ``seed`` buffer is the state, mirrored as a Python
-    int (set at construction, refreshed by load_state_dict) so that a forward reads it with no host
-    synchronisation and torch.compile sees a constant."""
+    int that a forward reads with no host synchronisation and torch.compile sees as a constant. The mirror
+    follows the buffer: set at construction, refreshed by load_state_dict and, in an eager forward, after
+    any in-place write (DDP's broadcast, ``seed.fill_``: its version counter moved); a compiled forward
+    uses the value read last."""
 
     def _set_seed(self, seed: int, device) -> None:
         self.register_buffer("seed", torch.tensor(seed, dtype=torch.int64, device=device))
-        self._seed = seed
+        self._seed, self._seed_version = seed, self.seed._version
+
+    def _seed_value(self) -> int:
+        buf = self.seed
+        if not torch.compiler.is_compiling() and buf._version != self._seed_version and not buf.is_meta:
+            self._seed, self._seed_version = int(buf), buf._version
+        return self._seed
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         v = state_dict.get(prefix + "seed")
         if "seed" in self._buffers and isinstance(v, torch.Tensor) and v.device.type != "meta":
-            self._seed = int(v)
+            self._seed, self._seed_version = int(v), self.seed._version
 
 
 class SKLinear(_Seeded):
@@ -123,7 +131,7 @@ class SKLinear(_Seeded):
         """(U1s, U2s): the stored buffers, or the Rademacher or SRHT operators of the seed."""
         if "seed" not in self._buffers:
             return self.U1s, self.U2s
-        seed = self._seed
+        seed = self._seed_value()
         dtype = dtype or (self.S1s.dtype if hasattr(self, "S1s") else torch.get_default_dtype())
         device = device or self.seed.device
         t, r = self.num_terms, self.low_rank
@@ -138,7 +146,7 @@ class SKLinear(_Seeded):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.operator == "srht":
-            return srht_sketched_linear(x, self.S1s, self.S2s, self._seed, self.bias)
+            return srht_sketched_linear(x, self.S1s, self.S2s, self._seed_value(), self.bias)
         u1, u2 = self.operators(self.S1s.dtype, self.S1s.device)
         return sketched_linear(x, self.S1s, self.S2s, u1, u2, self.bias)
 
@@ -233,7 +241,7 @@ class SKConv2d(_Seeded):
         """U1s: the stored buffer, or the Rademacher operators of the seed."""
         if "seed" not in self._buffers:
             return self.U1s
-        seed = self._seed
+        seed = self._seed_value()
         return torch.stack([ops.sketch_matrix("rademacher", self.low_rank, self.out_channels, term_seed(seed, i),
                                               dtype or torch.get_default_dtype(), device or self.seed.device)
                             for i in range(2 * self.num_terms)])
