@@ -64,7 +64,10 @@ SWISK_SRHT_KERNEL(srht_t_in, const T*, float*)
 SWISK_SRHT_KERNEL(srht_t_out, const float*, T*)
 #undef SWISK_SRHT_KERNEL
 
-// Forward: pad(D x) into work, the FWHT on work, the kept rows out; the transpose the other way round.
+__global__ void srht_tables_kernel(SrhtParams p, float* work) { srht_tables_body(cuda_idx(), p, work); }
+
+// The tables, then forward: pad(D x) into work, the FWHT on work, the kept rows out; the transpose the
+// other way round.
 static void srht(const SrhtArgs& a) {
   const SrhtParams p = srht_params(a);
   if (p.rows == 0) return;
@@ -76,6 +79,8 @@ static void srht(const SrhtArgs& a) {
     float* work = a.work.ptr<float>();
     auto* in = a.transpose ? &srht_t_in_kernel<T> : &srht_in_kernel<T>;
     auto* out = a.transpose ? &srht_t_out_kernel<T> : &srht_out_kernel<T>;
+    SWISK_LAUNCH(srht_tables_kernel, to_dim3(srht_grid(srht_table_items(p))), dim3(SWISK_FWHT_THREADS),
+                 a.launch.stream, p, work);
     SWISK_LAUNCH(in, to_dim3(wide), dim3(SWISK_FWHT_THREADS), a.launch.stream, p, a.x.ptr<const T>(), work);
     launch_fwht<float>(passes, work, work, a.launch.stream);
     SWISK_LAUNCH(out, to_dim3(narrow), dim3(SWISK_FWHT_THREADS), a.launch.stream, p, work, a.out.ptr<T>());

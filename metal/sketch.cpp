@@ -38,11 +38,13 @@ static void fwht(const FwhtArgs& a) {
   plan_fwht(a, passes, &a.x, &a.out, a.x.dtype);
 }
 
-// In: x -> work (slots x, work, parameters); the FWHT on work (fp32); out: work -> out (work, out, parameters).
+// Tables: into work (slots work, parameters); in: x -> work (x, work, parameters); the FWHT on work (fp32);
+// out: work -> out (work, out, parameters).
 static void srht(const SrhtArgs& a) {
   const SrhtParams p = srht_params(a);
   if (p.rows == 0) return;
   const SkGrid wide = srht_grid(sk_u64(p.rows) * p.big_n), narrow = srht_grid(sk_u64(p.rows) * (a.transpose ? p.n : p.k));
+  submit(a.launch, make_plan(a, "srht_tables", p, srht_grid(srht_table_items(p)), SWISK_FWHT_THREADS, 1, {&a.work}));
   submit(a.launch, make_plan(a, a.transpose ? "srht_t_in" : "srht_in", p, wide, SWISK_FWHT_THREADS, 1, {&a.x, &a.work}));
   plan_fwht(a, fwht_passes(p.rows, p.big_n, 1.0, SWISK_FWHT_METAL_UNIT), &a.work, &a.work, DType::f32);
   submit(a.launch,

@@ -44,7 +44,15 @@ SWISK_SRHT_ENTRY(srht_t_in, device const T*, device float*)
 SWISK_SRHT_ENTRY(srht_t_out, device const float*, device T*)
 #undef SWISK_SRHT_ENTRY
 
+// One per dtype like the passes (the plan names kernels by the op's dtype); T is not used.
+template <typename T>
+kernel void srht_tables_k(device float* work [[buffer(0)]], constant SrhtParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+  srht_tables_body(SWISK_METAL_IDX, p, work);
+}
+
 #define SWISK_SRHT_INSTANTIATE(T, S)                                                                                 \
+  template SWISK_HOST_NAME("swisk_srht_tables_" #S) kernel void srht_tables_k<T>(device float*, constant SrhtParams&, \
+                                                                                  SWISK_METAL_COORD_TYPES);       \
   template SWISK_HOST_NAME("swisk_srht_in_" #S) kernel void srht_in_k<T>(device const T*, device float*,            \
                                                                           constant SrhtParams&, SWISK_METAL_COORD_TYPES); \
   template SWISK_HOST_NAME("swisk_srht_out_" #S) kernel void srht_out_k<T>(device const float*, device T*,          \

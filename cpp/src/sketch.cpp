@@ -153,6 +153,7 @@ SrhtParams srht_params(const SrhtArgs& a) {
   p.half_bits = sk_u32((bits + 1) / 2);
   p.seed_lo = sk_u32(uint64_t(a.seed) & 0xffffffffu);
   p.seed_hi = sk_u32(uint64_t(a.seed) >> 32);
+  p.transpose = a.transpose ? 1u : 0u;
   p.scale = float(1.0 / std::sqrt(double(k)));
   return p;
 }
@@ -174,7 +175,8 @@ std::unique_ptr<PreparedCall> srht_prepare(const SrhtArgs& a, Backend b) {
   shape.back() = a.transpose ? n : k;
   c->outputs = {shape};
   c->zero_outputs = {0};
-  c->work = b == Backend::cpu ? 0 : rows * pow2_at_least(n);  // the CPU goes row by row in its own buffer
+  // GPUs: the rows, then the tables (hadamard.h); the CPU goes row by row in buffers of its own
+  c->work = b == Backend::cpu ? 0 : rows * pow2_at_least(n) + n + (a.transpose ? pow2_at_least(n) : k);
   return c;
 }
 

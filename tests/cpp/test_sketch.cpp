@@ -230,14 +230,16 @@ TEST(Sketch, SrhtAdjointAndBackends) {
   for (size_t i = 0; i < g.size(); ++i) g[i] = float(std::cos(1.3 * double(i)));
   auto run = [&](Backend be, bool transpose, int64_t seed) {
     std::vector<float>& in = transpose ? g : x;
-    std::vector<float> out(size_t(rows * (transpose ? n : k)), 7.0f), work(size_t(rows * N));
+    std::vector<float> out(size_t(rows * (transpose ? n : k)), 7.0f);
     SrhtArgs a;
     a.x = make_view(in, {rows, transpose ? k : n});
     a.out = make_view(out, {rows, transpose ? n : k});
-    a.work = make_view(work, {rows * N});
     a.k = k, a.n = n, a.seed = seed, a.transpose = transpose;
     a.launch.backend = be;
-    auto c = srht_prepare(a, be);
+    auto c = srht_prepare(a, be);  // the workspace: none on the CPU; the rows and the tables on GPUs
+    EXPECT_EQ(c->work, be == Backend::cpu ? 0 : rows * N + n + (transpose ? N : k));
+    std::vector<float> work(size_t(c->work));
+    a.work = make_view(work, {c->work});
     run_prepared(*c, transpose ? "srht_transpose" : "srht", {&a.x, &a.out, &a.work});
     return out;
   };

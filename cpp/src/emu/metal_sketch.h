@@ -27,6 +27,11 @@ SWISK_SRHT_THUNK(srht_t_in, const T*, float*)
 SWISK_SRHT_THUNK(srht_t_out, const float*, T*)
 #undef SWISK_SRHT_THUNK
 
+template <typename T>
+void srht_tables_thunk(void* const* b, const void* p) {
+  srht_tables_k<T>((float*)b[0], *(const SrhtParams*)p, SWISK_COORDS);
+}
+
 #define SWISK_SKETCH_EMU(K, N)                                                  \
   {"swisk_sketch_matrix_" #N "_f32", sketch_matrix_thunk<K, float>},            \
       {"swisk_sketch_matrix_" #N "_f16", sketch_matrix_thunk<K, half>},         \
@@ -35,4 +40,4 @@ SWISK_SRHT_THUNK(srht_t_out, const float*, T*)
   SWISK_SKETCHES(SWISK_SKETCH_EMU) SWISK_EMU_KERNEL(fwht_shared, fwht_shared_thunk),             \
       SWISK_EMU_KERNEL(fwht_stage, fwht_stage_thunk), SWISK_EMU_KERNEL(srht_in, srht_in_thunk),       \
       SWISK_EMU_KERNEL(srht_out, srht_out_thunk), SWISK_EMU_KERNEL(srht_t_in, srht_t_in_thunk),        \
-      SWISK_EMU_KERNEL(srht_t_out, srht_t_out_thunk),
+      SWISK_EMU_KERNEL(srht_t_out, srht_t_out_thunk), SWISK_EMU_KERNEL(srht_tables, srht_tables_thunk),

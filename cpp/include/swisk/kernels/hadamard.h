@@ -197,6 +197,7 @@ SWISK_FN void fwht_stage_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL 
 //   sign j: the top bit of the draw (j, 0, SK_SRHT_SIGNS, 0); permutation: a 4-round Feistel network on
 //   the bits of N rounded up to even (round t's function: the draw (half, t, SK_SRHT_PERM, 0)), walking
 //   the cycle back into [0, N). The transpose applies the inverse permutation, so neither side scatters.
+//   The GPU passes read D and the permutation from tables that a first kernel writes once per call.
 #define SK_SRHT_SIGNS 3u
 #define SK_SRHT_PERM 4u
 
@@ -204,6 +205,7 @@ struct SrhtParams {
   sk_u32 rows, n, big_n, k;  // x (rows, n), padded to big_n, k rows kept
   sk_u32 seed_lo, seed_hi;
   sk_u32 half_bits;          // Feistel half width: ceil(log2 big_n / 2)
+  sk_u32 transpose;          // 1: the transpose (its table: the inverse permutation)
   float scale;               // 1/sqrt(k), rounded once on the host
 };
 
@@ -252,32 +254,42 @@ SWISK_HD sk_u32 sk_srht_perm(SWISK_CONST SrhtParams& p, sk_u32 v, bool inverse) 
   return v;
 }
 
-// Element e of each pass (W: the workspace type, fp32 or the CPU's fp64). Forward: work = pad(D x), then
-// the FWHT on work, then out = scale work[perm]. Transpose: work = g[perm^-1] (0 past k), the FWHT,
-// then out = scale D work (first n).
-template <typename T, typename W>
-SWISK_FN void srht_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* x, SWISK_GLOBAL W* work) {
+// The GPU workspace: the rows (rows x big_n, fp32), then the tables, fp32 words: D's signs (n), then, as
+// bits, the kept rows perm(i), i < k (forward) or the inverse permutation over [0, big_n) (transpose).
+SWISK_HD sk_u64 srht_table_offset(SWISK_CONST SrhtParams& p) { return sk_u64(p.rows) * p.big_n; }
+SWISK_HD sk_u64 srht_table_items(SWISK_CONST SrhtParams& p) { return sk_u64(p.n) + (p.transpose ? p.big_n : p.k); }
+
+SWISK_FN void srht_tables_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL float* work) {
+  SWISK_GLOBAL float* tab = work + srht_table_offset(p);
+  tab[e] = e < p.n ? sk_srht_sign(p, sk_u32(e)) : sk_bits_float(sk_srht_perm(p, sk_u32(e - p.n), p.transpose != 0));
+}
+
+// Element e of each pass, from the tables. Forward: work = pad(D x), then the FWHT on work, then out =
+// scale work[perm]. Transpose: work = g[perm^-1] (0 past k), the FWHT, then out = scale D work (first n).
+template <typename T>
+SWISK_FN void srht_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* x, SWISK_GLOBAL float* work) {
   const sk_u64 r = e / p.big_n;
   const sk_u32 j = sk_u32(e % p.big_n);
-  work[e] = j < p.n ? W(sk_srht_sign(p, j)) * W(x[r * p.n + j]) : W(0);
+  work[e] = j < p.n ? work[srht_table_offset(p) + j] * float(x[r * p.n + j]) : 0.0f;
 }
-template <typename T, typename W>
-SWISK_FN void srht_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const W* work, SWISK_GLOBAL T* out) {
+template <typename T>
+SWISK_FN void srht_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const float* work, SWISK_GLOBAL T* out) {
   const sk_u64 r = e / p.k;
   const sk_u32 i = sk_u32(e % p.k);
-  out[e] = T(work[r * p.big_n + sk_srht_perm(p, i, false)] * W(p.scale));
+  const sk_u32 row = sk_float_bits(work[srht_table_offset(p) + p.n + i]);
+  out[e] = T(work[r * p.big_n + row] * p.scale);
 }
-template <typename T, typename W>
-SWISK_FN void srht_t_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* g, SWISK_GLOBAL W* work) {
+template <typename T>
+SWISK_FN void srht_t_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* g, SWISK_GLOBAL float* work) {
   const sk_u64 r = e / p.big_n;
-  const sk_u32 q = sk_srht_perm(p, sk_u32(e % p.big_n), true);
-  work[e] = q < p.k ? W(g[r * p.k + q]) : W(0);
+  const sk_u32 q = sk_float_bits(work[srht_table_offset(p) + p.n + sk_u32(e % p.big_n)]);
+  work[e] = q < p.k ? float(g[r * p.k + q]) : 0.0f;
 }
-template <typename T, typename W>
-SWISK_FN void srht_t_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const W* work, SWISK_GLOBAL T* out) {
+template <typename T>
+SWISK_FN void srht_t_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const float* work, SWISK_GLOBAL T* out) {
   const sk_u64 r = e / p.n;
   const sk_u32 j = sk_u32(e % p.n);
-  out[e] = T(W(sk_srht_sign(p, j)) * work[r * p.big_n + j] * W(p.scale));
+  out[e] = T(work[srht_table_offset(p) + j] * work[r * p.big_n + j] * p.scale);
 }
 
 // The passes' items and grid (SWISK_FWHT_THREADS threads per block, grid-stride, at most 4096 blocks).
@@ -285,11 +297,15 @@ SWISK_HD SkGrid srht_grid(sk_u64 items) {
   const sk_u64 blocks = sk_tiles(items, SWISK_FWHT_THREADS);
   return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
 }
+SWISK_FN void srht_tables_body(SkIdx id, SWISK_CONST SrhtParams& p, SWISK_GLOBAL float* work) {
+  const sk_u64 stride = sk_u64(id.gdx) * id.bdx;
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < srht_table_items(p); e += stride) srht_tables_at(p, e, work);
+}
 #define SWISK_SRHT_BODY(name, items, A, B)                                                              \
   template <typename T>                                                                                  \
   SWISK_FN void name##_body(SkIdx id, SWISK_CONST SrhtParams& p, A a, B b) {                            \
     const sk_u64 stride = sk_u64(id.gdx) * id.bdx;                                                     \
-    for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < (items); e += stride) name##_at<T, float>(p, e, a, b); \
+    for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < (items); e += stride) name##_at<T>(p, e, a, b); \
   }
 SWISK_SRHT_BODY(srht_in, sk_u64(p.rows) * p.big_n, SWISK_GLOBAL const T*, SWISK_GLOBAL float*)
 SWISK_SRHT_BODY(srht_out, sk_u64(p.rows) * p.k, SWISK_GLOBAL const float*, SWISK_GLOBAL T*)
