@@ -159,12 +159,7 @@ def test_half_precision_non_contiguous_and_empty(backend, rng, dtype):
         assert empty.shape == (0, 3, 5)
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_column_tiles_are_bounded(monkeypatch, rng, kind):
-    """A small workspace: S comes in many column tiles, none past the workspace, each direction's tiles
-    in one reused buffer; same result."""
-    x = torch.randn(5, 1000, generator=rng, dtype=torch.float64)
-    want = swisk.ops.sketch(x, kind, 8, 1, nnz=2)
+def _spy_tiles(monkeypatch):
     shapes, buffers = [], []
     tile = sketch_ops._tile
 
@@ -175,14 +170,62 @@ def test_column_tiles_are_bounded(monkeypatch, rng, kind):
         return out
 
     monkeypatch.setattr(sketch_ops, "_tile", spy)
-    with swisk.config.using(workspace_bytes=8 * 8 * 64):  # 64 columns of k = 8 fp64 values
-        got = swisk.ops.sketch(x, kind, 8, 1, nnz=2)
-        g = torch.randn(5, 8, generator=rng, dtype=torch.float64)
-        gx = torch.ops.swisk.sketch_transpose(g, kind, 1000, 1, 2)
+    return shapes, buffers
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_column_tiles_are_bounded(monkeypatch, rng, kind):
+    """A small workspace: S comes in many column tiles, none past the workspace, each direction's tiles
+    in one reused buffer; same result. (Sparse-sign takes tiles on the GPUs: cuda-emu here, fp32.)"""
+    dtype = torch.float32 if kind == "sparse_sign" else torch.float64
+    x = torch.randn(5, 1000, generator=rng, dtype=dtype)
+    g = torch.randn(5, 8, generator=rng, dtype=dtype)
+    with testing.backend("cuda-emu" if kind == "sparse_sign" else "cpu"):
+        want = swisk.ops.sketch(x, kind, 8, 1, nnz=2)
+        s = swisk.ops.sketch_matrix(kind, 8, 1000, 1, dtype, nnz=2)
+        shapes, buffers = _spy_tiles(monkeypatch)
+        with swisk.config.using(workspace_bytes=8 * dtype.itemsize * 64):  # 64 columns of k = 8 values
+            got = swisk.ops.sketch(x, kind, 8, 1, nnz=2)
+            gx = torch.ops.swisk.sketch_transpose(g, kind, 1000, 1, 2)
     assert len(shapes) == 2 * 16 and max(r * c for r, c in shapes) <= 8 * 64
     assert len(set(buffers[:16])) == 1 and len(set(buffers[16:])) == 1
-    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
-    torch.testing.assert_close(gx, g @ swisk.ops.sketch_matrix(kind, 8, 1000, 1, torch.float64, nnz=2))
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+    torch.testing.assert_close(gx, g @ s, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_sparse_sign_on_the_cpu_takes_no_tiles(monkeypatch, rng, dtype):
+    """The CPU applies sparse-sign from its column table (nnz multiply-adds per column), never a tile of S:
+    x S^T and g S equal the formulation's for row counts around the vector width (8 fp64 lanes, 16
+    fp32), columns past one 4096-column tile, nnz from 1 (CountSketch) to k, and the same bits at 1
+    and 2 threads."""
+    shapes, _ = _spy_tiles(monkeypatch)
+    threads = torch.get_num_threads()
+    tol = {torch.float64: 1e-12, torch.float32: 2e-5, torch.bfloat16: 2e-2}[dtype]
+    try:
+        for rows, n, k, nnz in ((1, 5, 3, 3), (7, 100, 20, 1), (17, 4200, 33, 8), (33, 300, 64, 64)):
+            seed = int(torch.randint(0, 2**62, (), generator=rng))
+            S = ref.sketch_matrix("sparse_sign", k, n, seed, torch.float64, "cpu", nnz)
+            x, g = torch.randn(rows, n, generator=rng, dtype=torch.float64), torch.randn(rows, k, generator=rng,
+                                                                                          dtype=torch.float64)
+            got = []
+            for t in (1, 2):
+                torch.set_num_threads(t)
+                got.append((swisk.ops.sparse_sign_sketch(x.to(dtype), k, nnz, seed),
+                            torch.ops.swisk.sketch_transpose(g.to(dtype), "sparse_sign", n, seed, nnz)))
+            assert all(torch.equal(a, b) for a, b in zip(*got))
+            y, gx = got[0]
+            assert y.dtype == dtype and y.shape == (rows, k) and gx.shape == (rows, n)
+            torch.testing.assert_close(y.double(), x.to(dtype).double() @ S.T, rtol=tol, atol=tol * 10)
+            torch.testing.assert_close(gx.double(), g.to(dtype).double() @ S, rtol=tol, atol=tol * 10)
+    finally:
+        torch.set_num_threads(threads)
+    x = torch.randn(4, 300, generator=rng, dtype=torch.float64, requires_grad=True)
+    gy = torch.randn(4, 6, generator=rng, dtype=torch.float64)
+    swisk.ops.sparse_sign_sketch(x, 6, 3, 8).backward(gy)  # autograd's backward: the transpose kernel
+    torch.testing.assert_close(x.grad, gy @ ref.sketch_matrix("sparse_sign", 6, 300, 8, torch.float64, "cpu", 3))
+    assert shapes == [] and getattr(x, "_swisk_sketch", None) is None
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -224,7 +267,7 @@ def test_backward_is_the_exact_transpose(backend, rng, kind):
     torch.testing.assert_close(x.grad.cpu(), gy @ S, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", ["gaussian", "rademacher"])  # sparse-sign on the CPU: no tiles (above)
 def test_backward_reuses_the_forwards_single_tile(monkeypatch, rng, kind):
     """One tile: the backward multiplies by the forward's S (no second generation) and takes it off x;
     in several tiles it regenerates them. Either way the exact transpose, in fp64 to 1e-12; a held S

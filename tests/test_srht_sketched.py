@@ -108,9 +108,11 @@ def test_gradcheck_gradgradcheck_jvp_vmap_compile(rng):
     _, want = torch.func.jvp(lambda *a: reference.srht_sketched_linear(*a[:3], 9, a[3]), (x, s1, s2, b), tangents)
     assert rel_err(jv, want) <= 1e-12
     xs = torch.randn(5, 4, 6, generator=rng, dtype=F64)
-    assert rel_err(torch.func.vmap(lambda x: f(x, s1, s2, b))(xs), reference.srht_sketched_linear(xs, s1, s2, 9, b)) <= 1e-12
+    want = reference.srht_sketched_linear(xs, s1, s2, 9, b)
+    assert rel_err(torch.func.vmap(lambda x: f(x, s1, s2, b))(xs), want) <= 1e-12
     g = torch.func.grad(lambda s1: f(x, s1, s2, b).square().sum())(s1)
-    assert rel_err(g, torch.autograd.grad(reference.srht_sketched_linear(x, s1, s2, 9, b).square().sum(), s1)[0]) <= 1e-12
+    loss = reference.srht_sketched_linear(x, s1, s2, 9, b).square().sum()
+    assert rel_err(g, torch.autograd.grad(loss, s1)[0]) <= 1e-12
     p32 = [p.detach().float() for p in (s1, s2, b)]
     compiled = torch.compile(lambda x: op(x, p32[0], p32[1], 9, p32[2]), fullgraph=True)
     assert rel_err(compiled(x.detach().float()), op(x.detach().float(), *p32[:2], 9, p32[2])) <= 1e-6
@@ -141,7 +143,8 @@ def test_bad_inputs(rng):
         (lambda: op(x, s1, s2, 1.0, b), TypeError, r"\[srht_sketched_linear\] seed"),
         (lambda: op(x, *factors(rng, 2, 6, 4, 5)[:2], 1), ValueError, r"\[srht_sketched_linear\] S1s: low rank"),
         (lambda: swisk.ops.srht_sketched_operators(2, 5, 6, 4, 1), ValueError, r"\[srht_sketched_operators\] low_rank"),
-        (lambda: swisk.ops.srht_sketched_operators(0, 2, 6, 4, 1), ValueError, r"\[srht_sketched_operators\] num_terms"),
+        (lambda: swisk.ops.srht_sketched_operators(0, 2, 6, 4, 1), ValueError,
+         r"\[srht_sketched_operators\] num_terms"),
         (lambda: swisk.ops.srht_sketched_operators(2, 2, 6, 4, -3), ValueError, r"\[srht_sketched_operators\] seed"),
     ]
     for call, exc, msg in cases:

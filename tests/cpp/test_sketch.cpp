@@ -117,6 +117,43 @@ TEST(Sketch, TilesAreBlocksOfTheWhole) {
   }
 }
 
+// The CPU's sparse-sign kernel (no S formed) is x S^T and g S with S from sketch_matrix, for row counts
+// around the 16 fp32 lanes, columns across its 4096-column tiles, and a k small enough for copies of
+// the k-side tile (k * 16 * 4 <= 8192 bytes) and one past it.
+TEST(Sketch, SparseSignKernelIsTheOperator) {
+  struct Shape { int64_t rows, n, k, nnz; };
+  for (const Shape sh : {Shape{1, 9, 5, 2}, Shape{17, 4200, 129, 8}, Shape{33, 300, 7, 7}}) {
+    const int64_t rows = sh.rows, n = sh.n, k = sh.k;
+    const auto S = whole<float>(Backend::cpu, "sparse_sign", k, n, sh.nnz);
+    std::vector<float> x(size_t(rows * n)), g(size_t(rows * k));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.37 * double(i) + 0.1));
+    for (size_t i = 0; i < g.size(); ++i) g[i] = float(std::cos(0.91 * double(i)));
+    for (bool transpose : {false, true}) {
+      std::vector<float>& in = transpose ? g : x;
+      std::vector<float> out(size_t(rows * (transpose ? n : k)), 7.0f);
+      SketchArgs a;
+      a.x = make_view(in, {rows, transpose ? k : n});
+      a.out = make_view(out, {rows, transpose ? n : k});
+      a.kind = "sparse_sign";
+      a.k = k, a.n = n, a.seed = kSeed, a.nnz = sh.nnz, a.transpose = transpose;
+      a.launch.backend = Backend::cpu;
+      auto c = sketch_prepare(a, Backend::cpu);
+      EXPECT_FALSE(c->plan_only);
+      run_prepared(*c, transpose ? "sketch_transpose" : "sketch", {&a.x, &a.out});
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < (transpose ? n : k); ++o) {
+          double want = 0;
+          if (transpose) {
+            for (int64_t i = 0; i < k; ++i) want += double(g[r * k + i]) * S[i * n + o];
+          } else {
+            for (int64_t j = 0; j < n; ++j) want += double(x[r * n + j]) * S[o * n + j];
+          }
+          EXPECT_NEAR(out[r * (transpose ? n : k) + o], want, 1e-4 * (1 + std::fabs(want)));
+        }
+    }
+  }
+}
+
 // Sparse-sign: nnz distinct non-zeros of +-1/sqrt(nnz) in every column; CountSketch at nnz = 1; all
 // rows when nnz = k.
 TEST(Sketch, SparseSignColumns) {

@@ -16,6 +16,7 @@
 #include "dtype_dispatch.h"
 #include "clones.h"
 #include "parallel.h"
+#include "sketch_sparse.h"
 #include "vec_math.h"
 
 namespace swisk::cpu {
@@ -324,6 +325,8 @@ static void srht(const SrhtArgs& a) {
 void register_sketch(Registry& r) {
   r.add<SketchMatrixArgs>("sketch_matrix", Backend::cpu, &generate);
   r.add<FwhtArgs>("fwht", Backend::cpu, &fwht);
+  r.add<SketchArgs>("sketch", Backend::cpu, &sparse_sketch);
+  r.add<SketchArgs>("sketch_transpose", Backend::cpu, &sparse_sketch);
   r.add<SrhtArgs>("srht", Backend::cpu, &srht);
   r.add<SrhtArgs>("srht_transpose", Backend::cpu, &srht);
 }

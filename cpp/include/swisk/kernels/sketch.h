@@ -142,24 +142,34 @@ SWISK_FN float sketch_rademacher_value(SWISK_CONST SketchParams& p, SkU4 r, sk_u
   return ((w >> (col & 31u)) & 1u) ? -p.scale : p.scale;
 }
 
-// Sparse-sign column col: nnz distinct rows by Floyd's sampling (step m draws t uniform in [0, j],
-// j = k - nnz + m, and takes t unless already taken, then j), each with the sign of its draw's second
-// word's top bit. Writes the chosen rows that fall in the tile; the other entries are zero (the caller's).
-// taken[m * pitch] holds step m's row.
+// Step m of a sparse-sign column from its draw r (Floyd's sampling: the step draws t uniform in [0, j],
+// j = k - nnz + m, and takes t unless an earlier step took it, then j): its row, recorded in
+// taken[m * pitch] (the earlier steps' rows are there), and its value, the sign of r.y's top bit times
+// the scale.
+SWISK_FN float sketch_sparse_pick(SWISK_CONST SketchParams& p, sk_u32 m, SkU4 r, SWISK_TG sk_u32* taken,
+                                  sk_u32 pitch) {
+  const sk_u32 j = p.k - p.nnz + m;
+  sk_u32 row = sk_mulhi(r.x, j + 1u);  // uniform in [0, j] (multiply-shift, bias < (j+1) 2^-32)
+  for (sk_u32 q = 0; q < m; ++q)
+    if (taken[q * pitch] == row) row = j;  // j was never drawn before: the taken rows stay distinct
+  taken[m * pitch] = row;
+  return (r.y >> 31) ? -p.scale : p.scale;
+}
+// Step m of column col: its draw is (col, m).
+SWISK_FN float sketch_sparse_step(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 m, SWISK_TG sk_u32* taken,
+                                  sk_u32 pitch) {
+  return sketch_sparse_pick(p, m, sk_sketch_draw(p, col, m), taken, pitch);
+}
+
+// Sparse-sign column col: its nnz distinct rows; writes those that fall in the tile (the other entries
+// are zero, the caller's).
 template <typename T>
 SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, sk_u32 col, SWISK_GLOBAL T* out,
                                    SWISK_TG sk_u32* taken, sk_u32 pitch) {
   for (sk_u32 m = 0; m < p.nnz; ++m) {
-    const sk_u32 j = p.k - p.nnz + m;
-    const SkU4 r = sk_sketch_draw(p, col, m);
-    sk_u32 row = sk_mulhi(r.x, j + 1u);  // uniform in [0, j] (multiply-shift, bias < (j+1) 2^-32)
-    for (sk_u32 q = 0; q < m; ++q)
-      if (taken[q * pitch] == row) row = j;  // j was never drawn before: the taken rows stay distinct
-    taken[m * pitch] = row;
-    if (row >= p.r0 && row - p.r0 < p.rows) {
-      const float v = (r.y >> 31) ? -p.scale : p.scale;
-      out[sk_u64(row - p.r0) * p.cols + (col - p.c0)] = T(v);
-    }
+    const float v = sketch_sparse_step(p, col, m, taken, pitch);
+    const sk_u32 row = taken[m * pitch];
+    if (row >= p.r0 && row - p.r0 < p.rows) out[sk_u64(row - p.r0) * p.cols + (col - p.c0)] = T(v);
   }
 }
 
