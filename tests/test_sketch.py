@@ -226,6 +226,11 @@ def test_sparse_sign_on_the_cpu_takes_no_tiles(monkeypatch, rng, dtype):
     swisk.ops.sparse_sign_sketch(x, 6, 3, 8).backward(gy)  # autograd's backward: the transpose kernel
     torch.testing.assert_close(x.grad, gy @ ref.sketch_matrix("sparse_sign", 6, 300, 8, torch.float64, "cpu", 3))
     assert shapes == [] and getattr(x, "_swisk_sketch", None) is None
+    # past the table bound (n * nnz > 2^23): tiles of S again, the same operator
+    x = torch.randn(2, (1 << 20) + 1, generator=rng)
+    y = swisk.ops.sparse_sign_sketch(x, 16, 8, 5)
+    assert shapes  # the tile route ran
+    torch.testing.assert_close(y, x @ swisk.ops.sketch_matrix("sparse_sign", 16, x.shape[1], 5, nnz=8).T)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -93,9 +93,11 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
   const int64_t k = a.transpose ? a.x.size(-1) : a.k, n = a.transpose ? a.n : a.x.size(-1);
   check_operator(op, a.kind, k, n, a.seed, a.nnz);
   // Sparse-sign on the CPU: its own kernel (nnz multiply-adds per column, cpu/sketch_sparse.h) while its
-  // k-side tile (k x 16 values) stays within 16 MiB; else, and for every other kind and backend, Python
-  // multiplies tiles of S with the vendor's GEMM.
-  const bool sparse = b == Backend::cpu && sketch_id(op, a.kind) == SK_SKETCH_sparse_sign && k <= (int64_t(1) << 18);
+  // column table (n x nnz entries, 8 bytes each) stays within 64 MiB and its k-side tile (k x 16 values)
+  // within 16 MiB; else, and for every other kind and backend, Python multiplies tiles of S with the
+  // vendor's GEMM.
+  const bool sparse = b == Backend::cpu && sketch_id(op, a.kind) == SK_SKETCH_sparse_sign &&
+                      k <= (int64_t(1) << 18) && n * a.nnz <= (int64_t(1) << 23);
   if (sparse && a.x.numel() > 0) check_contiguous(op, "x", a.x);
   auto c = sparse ? make_call(op, a, b) : make_plan_call(a, b, nullptr);
   std::vector<int64_t> shape(a.x.shape, a.x.shape + a.x.ndim);

@@ -256,7 +256,7 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
 
     S is generated in column tiles of at most swisk.config's workspace_bytes and multiplied by torch's
     GEMM; it is never held whole when larger. A sparse-sign S on the CPU is not formed at all: swisk's
-    kernel adds each input value into its column's nnz outputs (k <= 2^18). The gradient is the exact transpose (g S, with the
+    kernel adds each input value into its column's nnz outputs (k <= 2^18, n * nnz <= 2^23). The gradient is the exact transpose (g S, with the
     forward's S when it was one tile, else regenerated), itself differentiable (double backward);
     forward-mode tangents are the sketch of the tangent.
 
