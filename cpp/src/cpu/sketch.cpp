@@ -233,13 +233,7 @@ static void fwht(const FwhtArgs& a) {
   });
 }
 
-// SRHT (either direction), one row at a time in a per-thread buffer of big_n values that stays in cache.
-// Forward: b = pad(D x), its FWHT, out = scale b[perm]. Transpose: b = 0 but b[perm[i]] = g[i] (the scatter
-// that the GPU passes' gather through perm^-1 is), its FWHT, out = scale D b (first n). The signs and the k
-// kept rows depend on the column alone: tables once per call, from the header's draws; the arithmetic is
-// the passes', so the values are bitwise the GPU kernels'.
-// The tables' draws in vectorised integer loops (one Feistel pass for every entry, then the few that
-// left [0, big_n) walk on one by one).
+// The SRHT tables' draws in vectorised integer loops: D's signs, and the kept rows by Feistel passes.
 template <typename A>
 SK_CLONES static void srht_signs(const SrhtParams& p, int64_t lo, int64_t hi, A* __restrict sign) {
   for (int64_t j = lo; j < hi; ++j) sign[j] = A(sk_srht_sign(p, sk_u32(j)));
@@ -277,6 +271,11 @@ static void srht_kept_rows(const SrhtParams& p, int64_t lo, int64_t hi, sk_u32* 
   }
 }
 
+// SRHT (either direction), one row at a time in a per-thread buffer of big_n values that stays in cache.
+// Forward: b = pad(D x), its FWHT, out = scale b[perm]. Transpose: b = 0 but b[perm[i]] = g[i] (the scatter
+// that the GPU passes' gather through perm^-1 is), its FWHT, out = scale D b (first n). The signs and the k
+// kept rows depend on the column alone: tables once per call, from the header's draws; the arithmetic is
+// the passes', so the values are bitwise the GPU kernels'.
 template <typename T, typename A>
 SK_CLONES_FLAT static void srht_row(const SrhtParams& p, bool transpose, const T* __restrict x, T* __restrict out,
                                     const A* __restrict sign, const sk_u32* __restrict perm, A* __restrict b) {

@@ -196,8 +196,9 @@ SWISK_FN void fwht_stage_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL 
 // D = diag(signs), rows = the first k values of a keyed permutation of [0, N). Pure functions of the seed:
 //   sign j: the top bit of the draw (j, 0, SK_SRHT_SIGNS, 0); permutation: a 4-round Feistel network on
 //   the bits of N rounded up to even (round t's function: the draw (half, t, SK_SRHT_PERM, 0)), walking
-//   the cycle back into [0, N). The transpose applies the inverse permutation, so neither side scatters.
-//   The GPU passes read D and the permutation from tables that a first kernel writes once per call.
+//   the cycle back into [0, N). On the GPUs the transpose applies the inverse permutation, so neither
+//   side scatters, and the passes read D and the permutation from tables that a first kernel writes once
+//   per call (the CPU: cpu/sketch.cpp, row by row).
 #define SK_SRHT_SIGNS 3u
 #define SK_SRHT_PERM 4u
 
