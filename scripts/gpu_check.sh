@@ -1,31 +1,72 @@
 #!/usr/bin/env bash
-# On a machine with a CUDA GPU: build for its architecture, run the whole suite with the real cuda
-# backend, the CUDA tests under compute-sanitizer, and the benchmark into benchmarks/results/.
-# usage: scripts/gpu_check.sh [RESULTS_DIR]   (pip install --no-build-isolation: the machine's own tools)
+# On a machine with a CUDA GPU: install swisk for its architecture, then, each phase under its own time
+# limit so that a short lease still brings back every phase's log: the real-cuda tests, the benchmark,
+# the CUDA code under compute-sanitizer's four tools (beside the rest of the suite, on the CPU cores).
+# usage: scripts/gpu_check.sh [RESULTS_DIR]
+#   SWISK_WHEEL=path   install this wheel (built elsewhere for this GPU) instead of building here
+#                      (the build uses the machine's own tools: pip install --no-build-isolation)
+#   SWISK_GPU_TESTS_S, SWISK_GPU_BENCH_S, SWISK_GPU_SANITIZER_S: phase limits in seconds
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results="${1:-benchmarks/results}"
 mkdir -p "$results"
-cc=$(python -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.major}{p.minor}')")
-[ "$cc" = 90 ] && cc=90a  # Hopper: the arch-specific target
-export SWISK_CUDA_ARCHS="${SWISK_CUDA_ARCHS:-${cc}-real}"
+summary="$results/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
 status=0
 
-pip install --no-build-isolation --no-deps -q -Ccmake.define.SWISK_TESTS=ON -Ccmake.define.SWISK_CUDA=ON . || exit 1
-python -m swisk info | tee "$results/info.txt"
-python -m pytest -q tests 2>&1 | tee "$results/pytest.log" | tail -20
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+if [ -n "${SWISK_WHEEL:-}" ]; then
+  python3 -m pip install -q --no-deps --no-index --force-reinstall "$SWISK_WHEEL" >"$results/info.txt" 2>&1
+else
+  cc=$(python3 -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.major}{p.minor}')")
+  [ "$cc" = 90 ] && cc=90a  # Hopper: the arch-specific target
+  python3 -m pip install --no-build-isolation --no-deps -q -Ccmake.define.SWISK_TESTS=ON -Ccmake.define.SWISK_CUDA=ON \
+    -Ccmake.define.SWISK_CUDA_ARCHS="${SWISK_CUDA_ARCHS:-${cc}-real}" . >"$results/info.txt" 2>&1
+fi || { note "install failed"; tail -30 "$results/info.txt"; exit 1; }
+python3 -m swisk info >>"$results/info.txt" 2>&1 || { note "swisk info failed"; cat "$results/info.txt"; exit 1; }
+note "$(grep -i -E 'cuda|device' "$results/info.txt" | head -5)"
+cpp=$(python3 -c "from importlib import resources; print(resources.files('swisk') / '_tests' / 'swisk_cpp_tests')")
 
-# The real-CUDA tests (backend id "cuda", not the emulator) under each compute-sanitizer tool.
-for tool in memcheck racecheck initcheck synccheck; do
-  compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
-    python -m pytest -q -x -p no:cacheprovider -k "cuda and not emu and not compile" tests \
-    > "$results/sanitizer-$tool.log" 2>&1
-  rc=$?
-  echo "compute-sanitizer $tool: exit $rc ($(grep -c 'ERROR SUMMARY: 0 errors' "$results/sanitizer-$tool.log") clean summaries)"
-  [ "$rc" = 0 ] || status=1
+# 1. every test that runs the real cuda backend (the backend-parametrised tests, tests/test_cuda*.py)
+t0=$SECONDS
+timeout -k 5 "${SWISK_GPU_TESTS_S:-130}" python3 -m pytest -q -p no:cacheprovider -n 8 -k "cuda and not emu" tests \
+  >"$results/pytest-cuda.log" 2>&1
+rc=$?; [ "$rc" = 0 ] || status=1
+note "pytest (cuda): exit $rc in $((SECONDS - t0)) s: $(tail -1 "$results/pytest-cuda.log")"
+
+# 2. the benchmark, alone on the GPU (the JSON is rewritten after each case: a stopped run keeps its rows)
+name=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).replace(' ', '-'))")
+t0=$SECONDS
+timeout -k 5 "${SWISK_GPU_BENCH_S:-170}" python3 -m swisk bench --device cuda --no-progress \
+  --json "$results/bench-$name.json" >"$results/bench-$name.txt" 2>&1
+rc=$?; [ "$rc" = 0 ] || status=1
+note "bench: exit $rc in $((SECONDS - t0)) s"
+
+# 3. compute-sanitizer's tools over the C++ tests and the real-cuda tests of each op family; the rest of the
+#    suite (cpu and the emulators) meanwhile on the CPU cores
+OMP_NUM_THREADS=1 timeout -k 5 "${SWISK_GPU_SANITIZER_S:-200}" python3 -m pytest -q -p no:cacheprovider -n 10 \
+  -k "not cuda or emu" tests >"$results/pytest-rest.log" 2>&1 &
+rest=$!
+sel="cuda and not emu and not compile and not graph and not stream"
+: >"$results/sanitizer.log"
+log=$(mktemp)
+for spec in memcheck:30 racecheck:25 initcheck:15 synccheck:10; do  # tool: percent of the phase's limit
+  tool=${spec%:*} per=$(( ${SWISK_GPU_SANITIZER_S:-200} * ${spec#*:} / 100 ))
+  t0=$SECONDS
+  {
+    timeout -k 5 15 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "$cpp"
+    echo "[C++ tests: exit $?]"
+    timeout -k 5 "$per" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+      python3 -m pytest -q -x -p no:cacheprovider -k "$sel" tests/test_kan_linear.py tests/test_sketch.py \
+      tests/test_wavelet.py tests/test_bspline.py tests/test_sketch_hadamard.py tests/test_kan_conv.py
+    echo "[pytest: exit $?]"
+  } >"$log" 2>&1
+  errs=$(grep -h "ERROR SUMMARY" "$log" | tr '\n' ';')
+  grep -q "exit 99\]" "$log" && status=1
+  note "compute-sanitizer $tool ($((SECONDS - t0)) s): $(grep -o '\[[^]]*exit [0-9]*\]' "$log" | tr '\n' ' ') $errs"
+  { echo "==== $tool"; cat "$log"; } >>"$results/sanitizer.log"
 done
-
-name=$(python -c "import torch; print(torch.cuda.get_device_name(0).replace(' ', '-'))")
-python -m swisk bench --device cuda --no-progress --json "$results/bench-$name.json" | tee "$results/bench-$name.txt"
+wait $rest
+rc=$?; [ "$rc" = 0 ] || status=1
+note "pytest (cpu, emulators): exit $rc: $(tail -1 "$results/pytest-rest.log")"
 exit $status

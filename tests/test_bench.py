@@ -145,3 +145,27 @@ def test_bytes_are_scaled_to_the_rows_dtype():
     for dtype, elem in ((torch.float32, 4), (torch.bfloat16, 2)):
         row = runner.measure(case, torch.device("cpu"), dtype, reps=2)
         assert row["swisk_fwd_gbps"] * row["swisk_fwd_ms"] * 1e6 == pytest.approx(elem * 2 * 64 * 64)
+
+
+def test_a_failing_case_is_reported_and_the_others_still_run(tmp_path, monkeypatch, capsys):
+    """One case that raises becomes a row with its error (exit status 1); the JSON, rewritten after every
+    case, holds every row, so a run stopped part-way keeps what it measured."""
+    import swisk.bench as bench
+    from swisk.bench.cases import Case
+
+    def setup(device, dtype, gen):
+        return {"x": torch.randn(32, 32, generator=gen).to(dtype)}
+
+    def broken(a):
+        raise RuntimeError("no kernel image for this device\nsecond line")
+
+    good = Case("good_op", "x", setup, run=lambda a: a["x"] * 2, reference=lambda a: a["x"] + a["x"])
+    bad = Case("bad_op", "y", setup, run=broken, reference=lambda a: a["x"])
+    monkeypatch.setattr(bench, "all_cases", lambda: [bad, good])
+    path = tmp_path / "b.json"
+    assert bench.main(["--device", "cpu", "--reps", "2", "--no-progress", "--json", str(path)]) == 1
+    rows = json.loads(path.read_text())["rows"]
+    assert [r["op"] for r in rows] == ["bad_op", "good_op"]
+    assert rows[0]["error"] == "RuntimeError: no kernel image for this device"
+    assert rows[1]["swisk_fwd_ms"] > 0 and "error" not in rows[1]
+    assert "1 case(s) failed" in capsys.readouterr().out

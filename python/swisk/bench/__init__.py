@@ -60,7 +60,7 @@ def table(rows: list) -> str:
                                               "swisk_fwd_us_per_call", "swisk_fwdbwd_us_per_call") if r.get(k)]
         extra += [f"{k}={r[k]}" for k in ("swisk_params", "reference_params", "swisk_stored", "reference_stored")
                   if r.get(k)]
-        extra += [f"{k}={r[k]}" for k in ("swisk_error", "reference_error") if r.get(k)]
+        extra += [f"{k}={r[k]}" for k in ("swisk_error", "reference_error", "error") if r.get(k)]
         if r.get("goal"):
             met = {True: " [met]", False: " [missed]"}.get(r.get("goal_met"), "")
             extra.append(f"goal: {r['goal']}{met}")
@@ -98,7 +98,7 @@ def _per_thread_count(p, args, argv) -> int:
             cmd = [sys.executable, "-c", "import sys, torch; torch.set_num_threads(int(sys.argv[1])); "
                    "from swisk.bench import main; sys.exit(main(sys.argv[2:]))", str(n), *rest, "--json", path]
             r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
-            if r.returncode:
+            if r.returncode and not os.path.exists(path):  # a failed case still writes its rows
                 return r.returncode
             with open(path) as f:
                 data = json.load(f)
@@ -109,6 +109,8 @@ def _per_thread_count(p, args, argv) -> int:
     print(f"swisk {env['swisk']} bench on {env['device_name']} ({env['device']}, threads {counts}), "
           f"torch {env['torch']}")
     print(table(rows))
+    if any(r.get("error") for r in rows):
+        print(f"{sum(bool(r.get('error')) for r in rows)} case(s) failed: see their rows")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "ceilings": ceilings, "rows": rows}, f, indent=2)
@@ -116,7 +118,7 @@ def _per_thread_count(p, args, argv) -> int:
     if args.plot:
         plot.plot(rows, args.plot, f"swisk {env['swisk']} on {env['device_name']}, threads {counts}")
         print(f"wrote {args.plot}")
-    return 0
+    return 1 if any(r.get("error") for r in rows) else 0
 
 
 def _check_args(p, args) -> None:
@@ -196,16 +198,29 @@ def main(argv=None) -> int:
             bar.set_description(what)
         elif not args.no_progress:
             print(f"[{i + 1}/{len(tasks)}] {what}", file=sys.stderr, flush=True)
-        rows.append(runner.measure(case, device, dt, reps))
+        try:
+            rows.append(runner.measure(case, device, dt, reps))
+        except Exception as e:  # one broken case is reported in its row; the others still run
+            rows.append({"op": case.op, "case": case.label, "dtype": str(dt)[6:], "goal": case.goal, "threads": torch.get_num_threads(),
+                         "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"})
+        if args.json:  # rows so far: a run stopped part-way keeps what it measured
+            runner.to_json(args.json, env, {}, rows)
     ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps)
     for row, (case, dt) in zip(rows, tasks):
-        runner.measure_memory(row, case, device, dt)
+        if row.get("error"):
+            continue
+        try:
+            runner.measure_memory(row, case, device, dt)
+        except Exception as e:
+            row["error"] = f"memory: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         runner.check_goals(row, case, device)
         peak = ceilings["matmul_tflops"].get(row["dtype"])
         if peak and row.get("swisk_fwdbwd_tflops"):
             row["fwdbwd_matmul_fraction"] = row["swisk_fwdbwd_tflops"] / peak
     print()
     print(table(rows))
+    if any(r.get("error") for r in rows):
+        print(f"{sum(bool(r.get('error')) for r in rows)} case(s) failed: see their rows")
     print(f"device ceilings: matmul TFLOP/s {({k: round(v, 2) for k, v in ceilings['matmul_tflops'].items()})}, "
           f"copy {ceilings['copy_gbps']:.1f} GB/s")
     if args.json:
@@ -214,4 +229,4 @@ def main(argv=None) -> int:
     if args.plot:
         plot.plot(rows, args.plot, f"swisk {env['swisk']} on {env['device_name']} ({device}, {env['threads']} threads)")
         print(f"wrote {args.plot}")
-    return 0
+    return 1 if any(r.get("error") for r in rows) else 0
