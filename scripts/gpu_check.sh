@@ -3,7 +3,8 @@
 # limit so that a short lease still brings back every phase's log: the real-cuda tests, the benchmark,
 # the CUDA code under compute-sanitizer's four tools (beside the rest of the suite, on the CPU cores).
 # usage: scripts/gpu_check.sh [RESULTS_DIR]
-#   SWISK_WHEEL=path   install this wheel (built elsewhere for this GPU) instead of building here
+#   SWISK_WHEEL=path   install this wheel (built elsewhere for this GPU, the checkout's Python files over
+#                      its own) instead of building here
 #                      (the build uses the machine's own tools: pip install --no-build-isolation)
 #   SWISK_GPU_TESTS_S, SWISK_GPU_BENCH_S, SWISK_GPU_SANITIZER_S: phase limits in seconds
 set -uo pipefail
@@ -16,7 +17,9 @@ note() { echo "$*" | tee -a "$summary"; }
 status=0
 
 if [ -n "${SWISK_WHEEL:-}" ]; then
-  python3 -m pip install -q --no-deps --no-index --force-reinstall "$SWISK_WHEEL" >"$results/info.txt" 2>&1
+  python3 -m pip install -q --no-deps --no-index --force-reinstall "$SWISK_WHEEL" >"$results/info.txt" 2>&1 &&
+    # the Python files of this checkout over the wheel's (the wheel supplies the compiled parts)
+    (cd python && find swisk -name '*.py' -exec cp --parents {} "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \;)
 else
   cc=$(python3 -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.major}{p.minor}')")
   [ "$cc" = 90 ] && cc=90a  # Hopper: the arch-specific target

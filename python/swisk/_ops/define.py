@@ -359,7 +359,10 @@ def define(spec: OpSpec):
     if spec.autocast == "fp32":
         for dev in ("cpu", "cuda", "mps"):
             if torch.amp.is_autocast_available(dev):
-                torch.library.register_autocast(f"swisk::{spec.name}", dev, torch.float32, lib=LIB)
+                try:
+                    torch.library.register_autocast(f"swisk::{spec.name}", dev, torch.float32, lib=LIB)
+                except ValueError:  # torch before 2.12 takes autocast rules for cpu and cuda only
+                    pass
     torch.library.register_vmap(f"swisk::{spec.name}", _vmap_rule(spec, op), lib=LIB)
     return op
 
