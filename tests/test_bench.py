@@ -132,7 +132,7 @@ def test_fwd_bwd_peak_counts_the_gradients_and_working_memory_does_not():
     mib = 2**20
     assert row["grad_bytes"] == (n * n + 4 * n) * 4
     assert 15 * mib < row["swisk_fwdbwd_peak_bytes"] < 24 * mib
-    assert 63 * mib < row["reference_fwdbwd_peak_bytes"] < 90 * mib
+    assert 48 * mib < row["reference_fwdbwd_peak_bytes"] < 90 * mib  # RSS-based: pages freed earlier can be reused
     assert row["fwdbwd_working_ratio"] < 0.1 < 0.18 < row["fwdbwd_memory_ratio"] < 0.4
 
 

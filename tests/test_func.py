@@ -105,7 +105,7 @@ def test_second_derivatives(rng, name):
     torch.testing.assert_close(second[0], second[1], rtol=1e-10, atol=1e-10)
 
 
-def _second_cases(rng, dtype):
+def _second_cases(rng, dtype, device="cpu"):
     """Each op as f(x) on fixed parameters, and its plain-torch formulation; parameters drawn in fp64."""
     from swisk import reference
     r = lambda *s: torch.randn(*s, generator=rng, dtype=D)  # noqa: E731
@@ -113,7 +113,7 @@ def _second_cases(rng, dtype):
     bw, sw, sc = r(3, 4), r(3, 4, 8), r(3, 4)
     s, t = torch.rand(3, 4, generator=rng, dtype=D) + 0.5, r(3, 4)
     cbw, csw, csc = r(3, 4, 3, 3) * 0.3, r(3, 32, 3, 3) * 0.3, r(3, 4, 3, 3)
-    c = lambda *a: [v.to(dtype) for v in a]  # noqa: E731
+    c = lambda *a: [v.to(device, dtype) for v in a]  # noqa: E731
     return {
         "kan_linear": ((4,), lambda x, g=c(grid, bw, sw, sc): swisk.ops.kan_linear(x, *g, 3),
                        lambda x: reference.kan_linear(x, grid, bw, sw, sc, 3)),
@@ -133,7 +133,7 @@ def test_double_backward_on_every_backend(backend, rng, name):
     from swisk import testing
     dtype = testing.dtypes_of(backend)[0]
     dev = testing.device_of(backend)
-    shape, f, fr = _second_cases(rng, dtype)[name]
+    shape, f, fr = _second_cases(rng, dtype, dev)[name]
     x = torch.randn(3, *shape, generator=rng, dtype=D) * 0.8
     w = torch.randn(x.shape, generator=rng, dtype=D)
     results = []

@@ -63,9 +63,13 @@ def use_cpu_backend(name: str):
         _state.cpu_backend = old
 
 
+# The device types with autocast, read once: torch.compile before torch 2.12 cannot trace the query
+_AUTOCAST_TYPES = frozenset(d for d in ("cpu", "cuda", "mps", "xpu", "hpu") if torch.amp.is_autocast_available(d))
+
+
 def autocast_enabled(device_type: str) -> bool:
     """torch.is_autocast_enabled for a device type, False where autocast does not exist (meta)."""
-    return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
+    return device_type in _AUTOCAST_TYPES and torch.is_autocast_enabled(device_type)
 
 
 def backend_for(t: torch.Tensor) -> str:
