@@ -396,6 +396,8 @@ def _route(tensors) -> int:
 
 def invoke(op, *args):
     """Calls a swisk op (positional arguments, already checked) by the cheapest correct route."""
+    if torch.compiler.is_compiling():  # the op itself, before dynamo meets attributes it cannot wrap
+        return op(*args)
     route = _route(args[:op._swisk_spec.n_in])
     if route == _PLAIN:
         return _run(op._swisk_spec, op._swisk_prepared, args)

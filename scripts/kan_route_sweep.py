@@ -1,0 +1,74 @@
+"""kan_linear's two routes (fused kernels, vendor GEMM over basis tiles) across layer sizes on one
+device: the medians behind routes.py's rule. Interleaved pairs, device-synchronised wall time.
+usage: python scripts/kan_route_sweep.py [--device cuda] [--reps 15] [--json FILE]"""
+import argparse
+import json
+import time
+
+import torch
+
+import swisk
+
+SIZES = [(1, 4, 4), (2, 4, 4), (64, 4, 4), (4096, 2, 16), (1, 64, 64), (64, 64, 64), (1024, 64, 64),
+         (1, 256, 256), (64, 256, 256), (1024, 256, 256), (64, 784, 64), (1, 1024, 1024), (16, 1024, 1024),
+         (256, 1024, 1024)]
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _once(step, device):
+    _sync(device)
+    t = time.perf_counter()
+    step()
+    _sync(device)
+    return (time.perf_counter() - t) * 1e3
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--json")
+    args = p.parse_args()
+    device = torch.device(args.device)
+    rows = []
+    print(f"{'rows':>6} {'in':>5} {'out':>5} {'dtype':<9} {'phase':<7} {'fused ms':>9} {'gemm ms':>9} {'fused/gemm':>10}")
+    for dtype in (torch.float32, torch.bfloat16):
+        for b, i, o in SIZES:
+            torch.manual_seed(0)
+            layer = swisk.nn.KANLinear(i, o).to(device, dtype)
+            x = torch.randn(b, i, device=device, dtype=dtype)
+
+            def fwd():
+                with torch.no_grad():
+                    layer(x)
+
+            def fwd_bwd():
+                layer(x.requires_grad_()).sum().backward()
+
+            for phase, step in (("fwd", fwd), ("fwdbwd", fwd_bwd)):
+                times = {"fused": [], "gemm": []}
+                for rep in range(args.reps + 2):
+                    for route in ("fused", "gemm") if rep % 2 else ("gemm", "fused"):
+                        with swisk.config.using(kan_route=route):
+                            t = _once(step, device)
+                        if rep >= 2:
+                            times[route].append(t)
+                med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+                row = {"rows": b, "in": i, "out": o, "dtype": str(dtype)[6:], "phase": phase,
+                       "fused_ms": med["fused"], "gemm_ms": med["gemm"], "ratio": med["fused"] / med["gemm"]}
+                rows.append(row)
+                print(f"{b:>6} {i:>5} {o:>5} {row['dtype']:<9} {phase:<7} {med['fused']:9.3f} {med['gemm']:9.3f} "
+                      f"{row['ratio']:10.2f}", flush=True)
+    if args.json:
+        env = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+               "torch": torch.__version__, "swisk": swisk.__version__, "build": dict(swisk.build_info())}
+        with open(args.json, "w") as f:
+            json.dump({"environment": env, "rows": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
