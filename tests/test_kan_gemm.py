@@ -76,7 +76,12 @@ def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
 
 def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 100, 10, 10, 8, 8) == "gemm"  # past the fused kernels' orders
-    assert routes.kan_route("cuda", 100, 10, 10, 8, 3) == "gemm"  # GPUs: the vendor GEMM by default
+    assert routes.kan_route("cuda", 100, 10, 10, 8, 3) == "fused"  # CUDA: small layers are launch-bound
+    assert routes.kan_route("cuda-emu", 4096, 2, 16, 8, 3) == "fused"  # the emulator takes the device's rule
+    assert routes.kan_route("cuda", 64, 784, 64, 8, 3) == "gemm"  # CUDA: the GEMM from 256->256 up
+    assert routes.kan_route("cuda", 4096, 64, 64, 8, 3) == "gemm"  # past the largest measured win
+    assert routes.kan_route("mps", 100, 10, 10, 8, 3) == "gemm"  # unmeasured: the vendor GEMM
+    assert routes.kan_route("metal-emu", 100, 10, 10, 8, 3) == "gemm"
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"  # CPU: by the measured rule
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3) == "fused"  # in chunks within the bound

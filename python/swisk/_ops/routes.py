@@ -21,9 +21,33 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
         return "fused"
     if chosen == "gemm" or order > MAX_FUSED_ORDER:
         return "gemm"
-    if backend != "cpu":  # CUDA, MPS and their emulators: the vendor GEMM until a device measurement decides
+    if backend in ("cuda", "cuda-emu"):  # the emulator takes the rule of the device it stands for
+        return _cuda_rule(rows, in_f, out_f)
+    if backend != "cpu":  # MPS and its emulator: the vendor GEMM until a device measurement decides
         return "gemm"
     return _cpu_rule(rows, in_f, out_f, n_basis, order, differentiated)
+
+
+# Measured on an H100 80GB HBM3 (torch 2.11 + cu130, swisk 3f1d370 built for sm_90a, 2026-11-26;
+# scripts/kan_route_sweep.py, G=5 k=3, medians of 11 interleaved pairs, synchronised wall time, JSON in
+# benchmarks/results/cuda-h100-2026-11-26-kan-route-sweep.json), time of the fused route / time of the
+# gemm route, forward (forward+backward), fp32 | bf16:
+#   b1 4->4: 0.49 (0.58) | 0.35 (0.55)          b64 4->4: 0.39 (0.61) | 0.46 (0.54)
+#   b4096 2->16: 0.44 (1.05) | 0.46 (0.77)      b1 64->64: 0.66 (0.59) | 0.85 (0.56)
+#   b64 64->64: 0.64 (0.52) | 1.01 (0.46)       b1024 64->64: 0.51 (0.51) | 1.08 (0.63)
+#   b1 256->256: 2.99 (0.72) | 3.34 (0.91)      b1024 256->256: 3.35 (1.78) | 3.07 (1.57)
+#   b64 784->64: 3.14 (0.76) | 6.24 (1.31)      b16 1024->1024: 5.83 (2.27) | 4.93 (2.74)
+#   b256 1024->1024: 9.70 (6.34) | 20.2 (4.41)  (bench, b4096 1024->1024: 7-20x in forward+backward)
+# Small layers are launch-bound: the fused route is one kernel where the GEMM route packs the weights,
+# generates a tile and multiplies (and more in backward). From 256->256 up the GEMM wins the forward by
+# 2-20x; the fused backward's wins there (0.7-0.97 at few rows) do not pay for its forward.
+_CUDA_FUSED_WEIGHTS = 64 * 64       # in * out
+_CUDA_FUSED_WORK = 1024 * 64 * 64   # rows * in * out: the largest measured win (b1024 64->64)
+
+
+def _cuda_rule(rows: int, in_f: int, out_f: int) -> str:
+    small = in_f * out_f <= _CUDA_FUSED_WEIGHTS and rows * in_f * out_f <= _CUDA_FUSED_WORK
+    return "fused" if small else "gemm"
 
 
 # Measured on a 2-core EPYC (torch 2.13, MKL; fwd+bwd fp32, k=3, G=5, uniform knots, interleaved medians
