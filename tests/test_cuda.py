@@ -15,6 +15,16 @@ def _models(rng):
     return swisk.nn.KAN([16, 32, 4], grid_size=5).cuda(), swisk.nn.WaveletKANLinear(16, 8, batch_norm=False).cuda()
 
 
+def test_launches_go_to_the_current_stream():
+    """The handle the kernels launch on is the current stream's, on the default and on a side stream."""
+    from swisk import _backend
+    x = torch.empty(1, device="cuda")  # only its device matters
+    assert _backend.stream_for(x) == torch.cuda.current_stream().cuda_stream
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert _backend.stream_for(x) == side.cuda_stream != torch.cuda.default_stream().cuda_stream
+
+
 def test_non_default_stream_gives_the_same_results(rng):
     kan, wav = _models(rng)
     x = torch.randn(512, 16, device="cuda")

@@ -74,6 +74,23 @@ def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
             y3.backward(go)
 
 
+def test_a_first_layer_holds_no_packed_weights(rng, monkeypatch):
+    """x needs no gradient (a network's first layer): the backward has no dA = gy·W, so forward holds
+    no W for it (its memory would stay allocated until the backward) and nothing packs twice."""
+    packs = []
+    real = kan_gemm._pack
+    monkeypatch.setattr(kan_gemm, "_pack", lambda *a: (packs.append(1), real(*a))[1])
+    x, grid, bw, sw, sc = [t if i < 2 else t.clone().requires_grad_() for i, t in enumerate(make(rng, 9, 4, 5, 5, 3))]
+    with swisk.config.using(kan_route="gemm"):
+        y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        assert getattr(sw, "_swisk_packed", None) is None and len(packs) == 1
+        y.square().sum().backward()
+    assert len(packs) == 1 and x.grad is None
+    want = torch.autograd.grad(ref(x, grid, bw, sw, sc, 3).square().sum(), (bw, sw, sc))
+    for g, w in zip((bw.grad, sw.grad, sc.grad), want):
+        assert rel_err(g, w) <= 1e-12
+
+
 def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 100, 10, 10, 8, 8) == "gemm"  # past the fused kernels' orders
     assert routes.kan_route("cuda", 100, 10, 10, 8, 3) == "fused"  # CUDA: small layers are launch-bound

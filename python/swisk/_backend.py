@@ -79,8 +79,16 @@ def backend_for(t: torch.Tensor) -> str:
     return "cuda" if t.is_cuda else t.device.type
 
 
+# The current stream's handle in one call (torch's CUDA builds; what torch.compile's generated code
+# uses): torch.cuda.current_stream builds a Stream object per call, a few microseconds per launch.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def stream_for(t: torch.Tensor) -> int:
+    """The handle of the current CUDA stream of t's device (0 elsewhere), where the kernels launch."""
     if t.is_cuda:
+        if _raw_stream is not None:
+            return _raw_stream(t.device.index)
         return torch.cuda.current_stream(t.device).cuda_stream
     return 0
 

@@ -72,7 +72,7 @@ def forward(expand, x, grid, bw, sw, sc, k):
     x2 = x.reshape(rows, in_f)
     y = torch.empty(rows, out_f, dtype=x.dtype, device=x.device)
     w = _pack(bw, sw, sc, _spare(bw, sw, sc))
-    if recording():  # the backward of this call reuses W
+    if recording() and x.requires_grad:  # the backward's dA = gy·W reuses W (no dA: nothing to hold)
         hold(sw, "_swisk_packed", (_key(bw), _key(sw), _key(sc)), w)
     width = w.shape[1]
     if rows == 0 or out_f == 0:
