@@ -98,7 +98,10 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, need_x=True, need_wei
     x2, gy2 = x.reshape(rows, in_f), gy.reshape(rows, out_f)
     w = _take(bw, sw, sc, need_x)  # W is read by dA = gy·W alone
     width, b0 = (base + nb) * in_f, in_f if base else 0
-    acc = torch.float32 if x.dtype in _LOW else x.dtype
+    tile = _rows_per_tile(rows, width, x.element_size(), 1 + need_x)
+    # fp16/bf16 weight gradients summed over several tiles in fp32; one tile is one GEMM, which sums in
+    # fp32 and rounds once, as nn.Linear's weight gradient does: no fp32 copy of the weights' size
+    acc = torch.float32 if x.dtype in _LOW and tile < rows else x.dtype
     # Unneeded outputs: each its own empty tensor (an op's outputs never alias).
     gx = torch.empty(rows, in_f, dtype=x.dtype, device=x.device) if need_x else x.new_zeros(0)
     if need_weights:
@@ -109,7 +112,6 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, need_x=True, need_wei
     if rows == 0 or width == 0 or out_f == 0:
         gsp.zero_(), gbw.zero_(), gx.zero_()
     else:
-        tile = _rows_per_tile(rows, width, x.element_size(), 1 + need_x)
         ws = torch.empty(1 + need_x, tile * width, dtype=x.dtype, device=x.device)
         for r0 in range(0, rows, tile):
             n = min(tile, rows - r0)
