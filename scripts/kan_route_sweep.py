@@ -35,7 +35,8 @@ def main():
     args = p.parse_args()
     device = torch.device(args.device)
     rows = []
-    print(f"{'rows':>6} {'in':>5} {'out':>5} {'dtype':<9} {'phase':<7} {'fused ms':>9} {'gemm ms':>9} {'fused/gemm':>10}")
+    print(f"{'rows':>6} {'in':>5} {'out':>5} {'dtype':<9} {'phase':<7} {'fused ms':>9} {'gemm ms':>9} "
+          f"{'fused/gemm':>10}")
     for dtype in (torch.float32, torch.bfloat16):
         for b, i, o in SIZES:
             torch.manual_seed(0)

@@ -169,3 +169,29 @@ def test_a_failing_case_is_reported_and_the_others_still_run(tmp_path, monkeypat
     assert rows[0]["error"] == "RuntimeError: no kernel image for this device"
     assert rows[1]["swisk_fwd_ms"] > 0 and "error" not in rows[1]
     assert "1 case(s) failed" in capsys.readouterr().out
+
+
+def test_tf32_rows_run_both_sides_with_tf32_and_restore_the_flag():
+    """A tf32 case measures swisk and its reference with allow_tf32 set (restored after, also when a
+    side raises), its row says so, and the ceilings then have a tf32 matmul of their own."""
+    from swisk.bench.cases import Case
+
+    seen = []
+
+    def side(a):
+        seen.append(torch.backends.cuda.matmul.allow_tf32)
+        return a["x"] * 2
+
+    case = Case("op", "x tf32", lambda device, dtype, gen: {"x": torch.randn(8, 8, generator=gen)},
+                run=side, reference=side, tf32=True)
+    before = torch.backends.cuda.matmul.allow_tf32
+    row = runner.measure(case, torch.device("cpu"), torch.float32, reps=2)
+    assert row["tf32"] is True and seen and all(seen)
+    assert torch.backends.cuda.matmul.allow_tf32 == before
+    with pytest.raises(ZeroDivisionError), runner.tf32_matmuls(True):
+        1 / 0
+    assert torch.backends.cuda.matmul.allow_tf32 == before
+    plain = runner.measure(Case("op", "x", case.setup, run=side, reference=side), torch.device("cpu"), torch.float32, 2)
+    assert "tf32" not in plain
+    assert set(runner.device_ceilings(torch.device("cpu"), [torch.float32], 2, tf32=True)["matmul_tflops"]) == {
+        "float32", "tf32"}

@@ -201,11 +201,13 @@ def main(argv=None) -> int:
         try:
             rows.append(runner.measure(case, device, dt, reps))
         except Exception as e:  # one broken case is reported in its row; the others still run
-            rows.append({"op": case.op, "case": case.label, "dtype": str(dt)[6:], "goal": case.goal, "threads": torch.get_num_threads(),
+            rows.append({"op": case.op, "case": case.label, "dtype": str(dt)[6:], "goal": case.goal,
+                         "threads": torch.get_num_threads(),
                          "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"})
         if args.json:  # rows so far: a run stopped part-way keeps what it measured
             runner.to_json(args.json, env, {}, rows)
-    ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps)
+    ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps,
+                                      tf32=device.type == "cuda" and any(c.tf32 for c, _ in tasks))
     for row, (case, dt) in zip(rows, tasks):
         if row.get("error"):
             continue
@@ -214,7 +216,7 @@ def main(argv=None) -> int:
         except Exception as e:
             row["error"] = f"memory: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         runner.check_goals(row, case, device)
-        peak = ceilings["matmul_tflops"].get(row["dtype"])
+        peak = ceilings["matmul_tflops"].get("tf32" if row.get("tf32") else row["dtype"])
         if peak and row.get("swisk_fwdbwd_tflops"):
             row["fwdbwd_matmul_fraction"] = row["swisk_fwdbwd_tflops"] / peak
     print()

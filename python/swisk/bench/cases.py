@@ -30,3 +30,4 @@ class Case:
     useful_flops: Optional[float] = None      # forward FLOPs on non-zero operands only (useful TFLOP/s)
     route: str = ""                           # the route the swisk side is pinned to ("" : the op's own)
     info: Optional[Callable] = None           # (inputs, device) -> extra row fields (e.g. the auto route)
+    tf32: bool = False                        # both sides with torch.backends.cuda.matmul.allow_tf32 set

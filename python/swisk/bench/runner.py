@@ -1,6 +1,7 @@
 """Times every benchmark case against its reference formulation: medians, peak memory, ratios."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -140,7 +141,26 @@ def _fwd_bwd(fn, inputs: dict, grads: tuple, grad_out: dict, calls: int = 1):
     return step
 
 
+@contextlib.contextmanager
+def tf32_matmuls(on: bool):
+    """fp32 matmuls as tf32 (torch.backends.cuda.matmul.allow_tf32) inside, when on; restored after."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = before or on
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
 def measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, seed: int = 0) -> dict:
+    with tf32_matmuls(case.tf32):
+        row = _measure(case, device, dtype, reps, seed)
+    if case.tf32:
+        row["tf32"] = True
+    return row
+
+
+def _measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, seed: int = 0) -> dict:
     """Forward and forward+backward of swisk and the reference as interleaved pairs (the allocator as
     users have it): per side min / median / max, the speed-up as the median of per-pair ratios."""
     gen = torch.Generator().manual_seed(seed)
@@ -209,6 +229,11 @@ def check_goals(row: dict, case: Case, device: torch.device) -> dict:
 
 
 def measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dtype, seed: int = 0) -> dict:
+    with tf32_matmuls(case.tf32):
+        return _measure_memory(row, case, device, dtype, seed)
+
+
+def _measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dtype, seed: int = 0) -> dict:
     """Peak memory of one forward and one forward+backward after a warm-up (adds to row). The warm-up's
     gradients are dropped before the measured step, so its peak counts the gradients it returns, as a
     training step with zero_grad(set_to_none=True) has it; grad_bytes are those gradients where both
@@ -260,15 +285,19 @@ def _forward(fn, inputs: dict, calls: int = 1):
 # ---- the device's own ceilings ---------------------------------------------------------------------
 
 
-def device_ceilings(device: torch.device, dtypes, reps: int) -> dict:
-    """A large matrix product per dtype (TFLOP/s) and a device-to-device copy (GB/s, read + write)."""
+def device_ceilings(device: torch.device, dtypes, reps: int, tf32: bool = False) -> dict:
+    """A large matrix product per dtype (TFLOP/s; "tf32": fp32 under allow_tf32, when asked) and a
+    device-to-device copy (GB/s, read + write)."""
     n = 4096 if device.type != "cpu" else 1024
     out = {"matmul_tflops": {}}
-    for dt in dtypes:
+    kinds = [(str(dt).replace("torch.", ""), dt, False) for dt in dtypes]
+    kinds += [("tf32", torch.float32, True)] if tf32 else []
+    for name, dt, on in kinds:
         a = torch.randn(n, n, device=device).to(dt)
         b = torch.randn(n, n, device=device).to(dt)
-        ms = median_ms(lambda: torch.mm(a, b), device, reps)
-        out["matmul_tflops"][str(dt).replace("torch.", "")] = 2 * n**3 / ms / 1e9
+        with tf32_matmuls(on):
+            ms = median_ms(lambda: torch.mm(a, b), device, reps)
+        out["matmul_tflops"][name] = 2 * n**3 / ms / 1e9
     src = torch.randn(64 * 2**20 // 4 if device.type == "cpu" else 256 * 2**20, device=device)
     dst = torch.empty_like(src)
     ms = median_ms(lambda: dst.copy_(src), device, reps)

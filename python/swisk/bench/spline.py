@@ -61,17 +61,21 @@ def _auto_route(a, device):
     return {"route_auto": routes.kan_route(backend, x.shape[0], sw.shape[1], sw.shape[0], sw.shape[2], a["k"])}
 
 
-def _kan_cases(batch, fin, fout, g, devices, goal, targets, quick=True, k=3, first=False):
+def _kan_cases(batch, fin, fout, g, devices, goal, targets, quick=True, k=3, first=False, tf32=False,
+               routes=("gemm", "fused")):
     """One row per route (the fused kernels take orders <= 7), each against efficient-kan's formulation;
     flops: dense-equivalent 2·batch·out·in·(n_basis+1), useful 2·batch·out·in·(k+2). first: x needs no
-    gradient (a network's first layer)."""
-    return [Case("kan_linear", f"b{batch} {fin}->{fout} G={g} k={k}" + (" first layer" if first else ""),
+    gradient (a network's first layer); tf32: fp32 only, both sides with tf32 matmuls allowed."""
+    dtypes = {"cuda": (torch.float32,)} if tf32 else {}
+    return [Case("kan_linear", f"b{batch} {fin}->{fout} G={g} k={k}" + (" first layer" if first else "")
+                 + (" tf32" if tf32 else ""),
                  _kan_setup(batch, fin, fout, g, k, first), run=_kan_run(route),
                  reference=lambda a: reference.kan_linear(*_kan_args(a)), grads=_KAN_GRADS[1:] if first else _KAN_GRADS,
                  backward_products=1 if first else 2,
                  flops=2.0 * batch * fin * fout * (g + k + 1), useful_flops=2.0 * batch * fin * fout * (k + 2),
-                 devices=devices, goal=goal, targets=targets, quick=quick, route=route, info=_auto_route)
-            for route in ("gemm", "fused")]
+                 devices=devices, goal=goal, targets=targets, quick=quick, route=route, info=_auto_route, tf32=tf32,
+                 **({"dtypes": dtypes} if dtypes else {}))
+            for route in routes]
 
 
 _CPU = ("cpu",)
@@ -94,4 +98,6 @@ CASES += (
                  ("fwdbwd_speedup >= 3", _MEM))
     + _kan_cases(4096, 1024, 1024, 16, _GPU, "fwd+bwd >= 3x the reference (H100/H200), <= 1/4 of its working memory",
                  ("fwdbwd_speedup >= 3", _MEM), quick=False)
+    + _kan_cases(4096, 1024, 1024, 5, ("cuda",), "fwd+bwd >= 3x the reference (H100/H200)", ("fwdbwd_speedup >= 3",),
+                 tf32=True, routes=("gemm",))  # "fp32, tf32 allowed": cuBLAS's tf32 on both sides
 )
