@@ -6,7 +6,11 @@
 #   SWISK_WHEEL=path   install this wheel (built elsewhere for this GPU, the checkout's Python files over
 #                      its own) instead of building here
 #                      (the build uses the machine's own tools: pip install --no-build-isolation)
-#   SWISK_GPU_TESTS_S, SWISK_GPU_BENCH_S, SWISK_GPU_SANITIZER_S: phase limits in seconds
+#   SWISK_GPU_TESTS_S, SWISK_GPU_BENCH_S, SWISK_GPU_SANITIZER_S, SWISK_GPU_NCU_S: phase limits in seconds
+#   (SWISK_GPU_NCU_S: 0, the default, skips the profiler)
+# A wheel for an H100/H200 built on another machine (CPython 3.12 there; abi3 serves 3.12 and later):
+#   python3.12 -m pip wheel --no-build-isolation --no-deps -w .whl . -Ccmake.define.SWISK_CUDA_ARCHS=90a-real \
+#     -Ccmake.define.SWISK_TESTS=ON      (with scikit-build-core and nanobind in that Python)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results="${1:-benchmarks/results}"
@@ -19,7 +23,8 @@ status=0
 if [ -n "${SWISK_WHEEL:-}" ]; then
   python3 -m pip install -q --no-deps --no-index --force-reinstall "$SWISK_WHEEL" >"$results/info.txt" 2>&1 &&
     # the Python files of this checkout over the wheel's (the wheel supplies the compiled parts)
-    (cd python && find swisk -name '*.py' -exec cp --parents {} "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \;)
+    site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') &&
+    (cd python && find swisk -name '*.py' -exec cp --parents {} "$site" \;)
 else
   cc=$(python3 -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.major}{p.minor}')")
   [ "$cc" = 90 ] && cc=90a  # Hopper: the arch-specific target
@@ -59,10 +64,19 @@ for spec in memcheck:35 racecheck:30 initcheck:20 synccheck:15; do  # tool: perc
     python3 -m pytest -q -x -p no:cacheprovider -k "$sel" tests >"$log" 2>&1
   rc=$?
   [ "$rc" = 0 ] || status=1
-  note "compute-sanitizer $tool: exit $rc in $((SECONDS - t0)) s: $(grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr '\n' ' ')$(tail -1 "$log")"
+  found=$(grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr '\n' ' ')
+  note "compute-sanitizer $tool: exit $rc in $((SECONDS - t0)) s: $found$(tail -1 "$log")"
   { echo "==== $tool"; cat "$log"; } >>"$results/sanitizer.log"
 done
 wait $rest
 rc=$?; [ "$rc" = 0 ] || status=1
 note "pytest (cpu, emulators): exit $rc: $(tail -1 "$results/pytest-rest.log")"
+
+# 4. (SWISK_GPU_NCU_S > 0) Nsight Compute on the basis expansion and the FWHT at the bench's sizes
+if [ "${SWISK_GPU_NCU_S:-0}" -gt 0 ]; then
+  timeout -k 5 "$SWISK_GPU_NCU_S" ncu --kernel-name regex:'expand|fwht' --launch-skip 1 --launch-count 8 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    python3 scripts/gpu_kernels.py --calls 2 >"$results/ncu.txt" 2>&1
+  note "ncu: exit $? ($(grep -c 'Duration' "$results/ncu.txt") kernels read)"
+fi
 exit $status
