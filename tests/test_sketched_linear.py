@@ -180,6 +180,29 @@ def test_seeded_layer_regenerates_its_operators(rng):
     assert a.S1s.grad.abs().sum() > 0 and a.S2s.grad.abs().sum() > 0
 
 
+def test_seeded_operators_are_the_seeds_sketch_matrices(backend):
+    """A seeded layer's operators, written in place into one tensor, are bitwise the public
+    sketch_matrix of each term's seed (U1: streams 0, 2, ...; U2: 1, 3, ..., transposed), on every
+    backend; on the meta device (shapes only) they come through the op."""
+    from swisk import testing
+    from swisk.reference.sketched import term_seed
+    from swisk.nn import SKConv2d
+
+    dev, seed = testing.device_of(backend), 2**62 + 77
+    layer = SKLinear(40, 24, 3, 5, seed=seed, device=dev)
+    u1, u2 = layer.operators()
+    for i in range(3):
+        want1 = swisk.ops.sketch_matrix("rademacher", 5, 24, term_seed(seed, 2 * i), device=dev)
+        want2 = swisk.ops.sketch_matrix("rademacher", 5, 40, term_seed(seed, 2 * i + 1), device=dev)
+        assert torch.equal(u1[i], want1) and torch.equal(u2[i], want2.t())
+    conv = SKConv2d(4, 6, 3, num_terms=2, low_rank=2, seed=seed, device=dev)
+    got = conv.operators()
+    for i in range(4):
+        assert torch.equal(got[i], swisk.ops.sketch_matrix("rademacher", 2, 6, term_seed(seed, i), device=dev))
+    m1, m2 = SKLinear(40, 24, 3, 5, seed=seed, device="meta").operators()
+    assert m1.is_meta and m1.shape == (3, 5, 24) and m2.shape == (3, 40, 5)
+
+
 def test_panther_sketch_operators_seeded():
     """swisk.compat.panther.sketch: Panther's signatures and scalings on the seeded Philox operators."""
     from swisk.compat.panther import sketch as sk

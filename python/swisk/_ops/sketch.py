@@ -9,7 +9,7 @@ import torch
 
 from .. import _C, config
 from ..reference import sketch as ref
-from .define import OpSpec, _run, define, hold, invoke, recording, take, wrapper
+from .define import _PLAIN, OpSpec, _route, _run, define, hold, invoke, recording, take, wrapper
 
 SKETCHES = tuple(_C.sketch_names().split(", "))  # the kernel header's list, in id order
 MAX_NNZ = _C.sketch_max_nnz()
@@ -249,6 +249,21 @@ def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, dev
         raise TypeError(f"[sketch_matrix] dtype: expected a torch.dtype, got {type(dtype).__name__}")
     like = torch.empty(0, dtype=dtype, device=device)
     return invoke(sketch_matrix_op, like, kind, k, n, seed, 0, k, 0, n, nnz)
+
+
+def stacked_operators(kind: str, k: int, n: int, seeds, dtype, device) -> torch.Tensor:
+    """(len(seeds), k, n): sketch_matrix(kind, k, n, seed) for each seed, each written in place into one
+    tensor (a layer's seeded operators: no per-operator allocation and no concatenation)."""
+    if torch.compiler.is_compiling():  # the ops as the compiler sees them
+        return torch.stack([sketch_matrix(kind, k, n, s, dtype, device) for s in seeds])
+    like = torch.empty(0, dtype=dtype, device=device)
+    if _route([like]) != _PLAIN:  # meta tensors, modes, transforms: through the op
+        return torch.stack([sketch_matrix(kind, k, n, s, dtype, device) for s in seeds])
+    out = torch.empty(len(seeds), k, n, dtype=dtype, device=device)
+    for i, s in enumerate(seeds):
+        _check_args("sketch_matrix", kind, k, s, 8, n)
+        _tile(like, kind, k, n, s, 0, n, 8, out[i].view(-1))
+    return out
 
 
 def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):

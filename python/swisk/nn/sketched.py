@@ -15,6 +15,7 @@ import torch
 from torch.nn import init
 
 from .. import ops
+from .._ops.sketch import stacked_operators
 from .._ops.sketched import _srht_apply, sketched_conv2d, sketched_linear, srht_sketched_linear
 from ..reference.sketched import term_seed
 from ._checks import LAYER_RAISES_DOC, int_arg
@@ -137,12 +138,12 @@ class SKLinear(_Seeded):
         t, r = self.num_terms, self.low_rank
         if self.operator == "srht":
             return ops.srht_sketched_operators(t, r, self.in_features, self.out_features, seed, dtype, device)
-        u1 = torch.cat([ops.sketch_matrix("rademacher", r, self.out_features, term_seed(seed, 2 * i), dtype, device)
-                        for i in range(t)])
-        u2 = torch.cat([ops.sketch_matrix("rademacher", r, self.in_features, term_seed(seed, 2 * i + 1), dtype, device)
-                        for i in range(t)])
-        # U2s (T, in, r) as a view of the (T·r, in) rows: sketched_linear's x·U2 then reads them in place
-        return u1.view(t, r, -1), u2.view(t, r, -1).transpose(1, 2)
+        u1 = stacked_operators("rademacher", r, self.out_features, [term_seed(seed, 2 * i) for i in range(t)],
+                               dtype, device)
+        u2 = stacked_operators("rademacher", r, self.in_features, [term_seed(seed, 2 * i + 1) for i in range(t)],
+                               dtype, device)
+        # U2s (T, in, r) as a view of the (T, r, in) rows: sketched_linear's x·U2 then reads them in place
+        return u1, u2.transpose(1, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.operator == "srht":
@@ -242,9 +243,9 @@ class SKConv2d(_Seeded):
         if "seed" not in self._buffers:
             return self.U1s
         seed = self._seed_value()
-        return torch.stack([ops.sketch_matrix("rademacher", self.low_rank, self.out_channels, term_seed(seed, i),
-                                              dtype or torch.get_default_dtype(), device or self.seed.device)
-                            for i in range(2 * self.num_terms)])
+        return stacked_operators("rademacher", self.low_rank, self.out_channels,
+                                 [term_seed(seed, i) for i in range(2 * self.num_terms)],
+                                 dtype or torch.get_default_dtype(), device or self.seed.device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         u1 = self.operators(self.S1s.dtype, self.S1s.device)
