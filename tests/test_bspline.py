@@ -45,6 +45,40 @@ def test_matches_reference(backend, rng, order):
         assert err <= TOL[dtype], f"{backend} {dtype} order {order}: max error {err:.3g} (seed {rng.initial_seed()})"
 
 
+@pytest.mark.parametrize("features, order, grid_size", [(1, 3, 5), (3, 3, 5), (37, 3, 5), (300, 3, 5),
+                                                        (600, 1, 30), (2, 0, 3)])
+def test_expansion_tiles_across_rows(backend, rng, features, order, grid_size):
+    """kan_expand's GPU body writes tiles of up to 4096 values that start mid-row and run into the next
+    rows (rows of 8-30 values: many rows per tile; 2400-4800: a row's end inside a tile): every value
+    against the formulation, with a NaN input; on a GPU (knots unchecked there) a feature whose knots
+    do not increase gets NaN bases, elsewhere a ValueError."""
+    dev = testing.device_of(backend)
+    n_knots = grid_size + 2 * order + 1  # per feature a scaled, shifted uniform grid: distinct in fp16 too
+    scale = torch.rand(features, 1, generator=rng, dtype=torch.float64) + 0.5
+    grid = torch.linspace(-2, 2, n_knots, dtype=torch.float64) * scale + torch.randn(features, 1, generator=rng,
+                                                                                    dtype=torch.float64) * 0.3
+    span = grid[:, -1] - grid[:, 0]
+    x = (torch.rand(23, features, generator=rng, dtype=torch.float64) * 1.3 - 0.65) * span + grid.mean(-1)
+    x[5, 0] = float("nan")
+    nb, bad, used = grid_size + order, features // 2, grid
+    if features > 1:
+        broken = grid.clone()
+        broken[bad, 3] = broken[bad, 2]  # a repeated knot: not strictly increasing
+        if dev.type == "cpu":
+            with pytest.raises(ValueError, match="strictly increasing"):
+                swisk.ops.kan_expand(x.float(), broken.float(), order)
+        else:
+            used = broken
+    for dtype in testing.dtypes_of(backend):
+        xd, gd = x.to(dtype).double(), grid.to(dtype).double()  # the formulation on the rounded inputs
+        want = torch.cat([torch.nn.functional.silu(xd), reference.bspline_basis(xd, gd, order).flatten(-2)], -1)
+        if used is not grid:
+            want[:, features + bad * nb:features + (bad + 1) * nb] = float("nan")
+        got = swisk.ops.kan_expand(x.to(dev, dtype), used.to(dev, dtype), order).cpu().double()
+        assert torch.isnan(got).equal(torch.isnan(want)), backend
+        assert torch.allclose(got, want, atol=TOL[dtype], rtol=TOL[dtype], equal_nan=True), (backend, dtype)
+
+
 def test_non_contiguous_and_batch_shapes(backend, rng):
     grid = random_grid(5, 12, rng).float()
     x = torch.randn(5, 7, 3, generator=rng).transpose(0, 2)  # (3, 7, 5), non-contiguous

@@ -260,20 +260,36 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
   const sk_u64 row_cols = sk_u64(p.in) * nb, tiles = sk_tiles(total, sk_u32(f));
   for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {  // the same trip count for the whole block
     const sk_u64 e0 = tile * f, cnt = total - e0 < f ? total - e0 : f;
-    if (id.tx < cnt) {
+    if (id.tx < cnt) {  // the element's n_basis values: a fill, then its k + 1 non-zero ones
       const BsplineElement<M, A> l = bspline_expand_element<M, T>(p, x, grid, out, e0 + id.tx);
-      for (sk_i32 j = 0; j < sk_i32(nb); ++j) stage[sk_u64(id.tx) * nb + j] = bspline_element_basis<M>(l, j);
+      SWISK_TG A* s = stage + id.tx * sk_u32(nb);
+      const A fill = !l.ok ? sk_nan(A(0)) : l.span == -2 ? l.v[0] : A(0);
+      for (sk_u32 j = 0; j < sk_u32(nb); ++j) s[j] = fill;
+      if (l.ok && l.span >= 0)
+        for (sk_i32 r = 0; r <= M; ++r) {
+          const sk_i32 j = l.span - M + r;
+          if (j >= 0 && j < sk_i32(nb)) s[j] = l.v[r];
+        }
     }
     SWISK_BARRIER();
-    // The tile starts at spline column c0 of row n0; a column c past the row's end is in row n0 + c / row_cols.
+    // The tile's len values are columns c0, c0 + 1, ... of row n0's spline part, running on into the
+    // next rows: the first `head` in row n0, the rest from row n0 + 1 (u32 offsets: len <= the stage).
     const sk_u64 n0 = e0 / p.in, c0 = (e0 % p.in) * nb, spline = sk_u64(p.base) * p.in;
-    for (sk_u64 q = id.tx; q < cnt * nb; q += id.bdx) {
-      sk_u64 c = c0 + q, r = 0;
-      if (c >= row_cols) {
-        r = c / row_cols;
-        c -= r * row_cols;
+    const sk_u32 len = sk_u32(cnt * nb);
+    const sk_u32 head = row_cols - c0 < len ? sk_u32(row_cols - c0) : len;
+    SWISK_GLOBAL T* o = out + n0 * p.width + spline + c0;
+    for (sk_u32 q = id.tx; q < head; q += id.bdx) o[q] = T(stage[q]);
+    if (head < len) {  // uniform: the tile reaches past row n0
+      SWISK_GLOBAL T* next = out + (n0 + 1) * p.width + spline;
+      if (row_cols >= len) {
+        for (sk_u32 q = head + id.tx; q < len; q += id.bdx) next[q - head] = T(stage[q]);
+      } else {  // rows shorter than the tile (few features): row and column of each value
+        const sk_u32 rc = sk_u32(row_cols);
+        for (sk_u32 q = head + id.tx; q < len; q += id.bdx) {
+          const sk_u32 d = q - head, r = d / rc;
+          next[sk_u64(r) * p.width + (d - r * rc)] = T(stage[q]);
+        }
       }
-      out[(n0 + r) * p.width + spline + c] = T(stage[q]);
     }
     SWISK_BARRIER();
   }
