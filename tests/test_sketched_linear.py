@@ -203,6 +203,23 @@ def test_seeded_operators_are_the_seeds_sketch_matrices(backend):
     assert m1.is_meta and m1.shape == (3, 5, 24) and m2.shape == (3, 40, 5)
 
 
+def test_sketched_conv2d_forms_choose_by_multiply_adds():
+    """The output-pixel count behind the choice matches conv2d's output for strides, paddings and
+    padding modes; the bench's layer (L·r = 96 into 64 outputs) takes the kernel u·S1s, a sketch
+    narrower than the outputs the L·r-channel convolution, and a tiny batch where forming the
+    kernel costs more than it saves."""
+    from swisk._ops.sketched import _effective_kernel_is_cheaper, _pixels
+    x = torch.empty(3, 4, 11, 9)
+    for kh, kw in ((3, 3), (5, 2)):
+        s1 = torch.empty(6, 4, kh, kw)
+        for stride, padding in ((1, 0), (2, 1), ((2, 3), (1, 2)), (1, "same"), (1, "valid")):
+            y = torch.nn.functional.conv2d(x, s1, None, stride, padding)
+            assert _pixels(x, s1, stride, padding) == y.shape[0] * y.shape[2] * y.shape[3], (kh, kw, stride, padding)
+    assert _effective_kernel_is_cheaper(torch.empty(32, 64, 32, 32), torch.empty(96, 64, 3, 3), 64, 1, 1)
+    assert not _effective_kernel_is_cheaper(torch.empty(32, 64, 32, 32), torch.empty(16, 64, 3, 3), 64, 1, 1)
+    assert not _effective_kernel_is_cheaper(torch.empty(1, 64, 1, 1), torch.empty(96, 64, 1, 1), 64, 1, 0)
+
+
 def test_panther_sketch_operators_seeded():
     """swisk.compat.panther.sketch: Panther's signatures and scalings on the seeded Philox operators."""
     from swisk.compat.panther import sketch as sk
@@ -289,13 +306,17 @@ def test_skconv2d_from_torch_and_seed(rng):
         sk(torch.randn(2, 3, 8, 8, dtype=F64))
 
 
-def test_sketched_conv2d_derivatives_and_errors(rng):
-    """sketched_conv2d against Panther's formulation: gradcheck, gradgradcheck and forward-mode tangents in
-    fp64; bad inputs name the argument."""
+@pytest.mark.parametrize("terms, r, out", [(3, 2, 4), (1, 2, 8)])
+def test_sketched_conv2d_derivatives_and_errors(rng, terms, r, out):
+    """sketched_conv2d against Panther's formulation on both of its forms (L·r = 6 sketch channels into 4
+    outputs: the kernel u·S1s; 2 into 8: the L·r-channel convolution): gradcheck, gradgradcheck and
+    forward-mode tangents in fp64; bad inputs name the argument."""
+    from swisk._ops.sketched import _effective_kernel_is_cheaper
     x = torch.randn(2, 3, 5, 4, generator=rng, dtype=F64, requires_grad=True)
-    s1 = torch.randn(6, 3, 3, 3, generator=rng, dtype=F64, requires_grad=True)   # L·r = 3·2
-    u1 = torch.sign(torch.randn(3, 2, 4, generator=rng, dtype=F64)).requires_grad_()
-    b = torch.randn(4, generator=rng, dtype=F64, requires_grad=True)
+    s1 = torch.randn(terms * r, 3, 3, 3, generator=rng, dtype=F64, requires_grad=True)
+    u1 = torch.sign(torch.randn(terms, r, out, generator=rng, dtype=F64)).requires_grad_()
+    b = torch.randn(out, generator=rng, dtype=F64, requires_grad=True)
+    assert _effective_kernel_is_cheaper(x, s1, out, 2, 1) == (terms * r > out)
     f = lambda x, s1, u1, b: swisk.ops.sketched_conv2d(x, s1, u1, b, 2, 1)  # noqa: E731
     r = lambda x, s1, u1, b: reference.sketched_conv2d(x, s1, u1, b, 2, 1)  # noqa: E731
     assert rel_err(f(x, s1, u1, b), r(x, s1, u1, b)) <= 1e-13
@@ -307,7 +328,7 @@ def test_sketched_conv2d_derivatives_and_errors(rng):
     assert rel_err(jv, want) <= 1e-12
     op = swisk.ops.sketched_conv2d
     cases = [
-        (lambda: op(x, s1[:5], u1, b), ValueError, r"\[sketched_conv2d\] S1s"),
+        (lambda: op(x, s1[:1], u1, b), ValueError, r"\[sketched_conv2d\] S1s"),
         (lambda: op(x[:, :2], s1, u1, b), ValueError, r"\[sketched_conv2d\] x"),
         (lambda: op(x, s1, u1, b[:3]), ValueError, r"\[sketched_conv2d\] bias"),
         (lambda: op(x.float(), s1, u1, b), TypeError, r"\[sketched_conv2d\] S1s"),

@@ -113,15 +113,40 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
         raise ValueError(f"[{op}] x: must be (N, C={S1s.shape[1]}, H, W), got {tuple(x.shape)}")
     if bias is not None and tuple(bias.shape) != (U1s.shape[2],):
         raise ValueError(f"[{op}] bias: must be ({U1s.shape[2]},), got {tuple(bias.shape)}")
+    lr, out = S1s.shape[0], U1s.shape[2]
+    u = (U1s.reshape(lr, out).T / U1s.shape[0]).to(x.dtype)                       # (out, L·r)
+    if _effective_kernel_is_cheaper(x, S1s, out, stride, padding):
+        # The layer is the convolution with kernel u·S1s (out, C, kh, kw): its multiply-adds against the
+        # L·r-channel convolution and the per-pixel combination (routes below)
+        kernel = torch.matmul(u, S1s.reshape(lr, -1)).view(out, *S1s.shape[1:])
+        return torch.nn.functional.conv2d(x, kernel, None if bias is None else bias.to(x.dtype), stride, padding)
     t = torch.nn.functional.conv2d(x, S1s, None, stride, padding)
-    b, lr, h, w = t.shape
+    b, _, h, w = t.shape
     # The U1s combination as a batched GEMM over pixels (forward+backward 1.13x Panther's formulation on
     # the CPU against 1.09x for the same product as a 1x1 convolution: 25 interleaved steps, 1 thread).
-    u = (U1s.reshape(lr, -1).T / U1s.shape[0]).to(t.dtype)                       # (out, L·r)
     y = torch.matmul(u, t.reshape(b, lr, h * w))
     if bias is not None:
         y = y + bias.to(y.dtype)[:, None]
     return y.view(b, -1, h, w)
+
+
+def _pixels(x, S1s, stride, padding) -> int:
+    """Output pixels of conv2d(x, S1s, stride, padding) (dilation 1), N·H'·W'."""
+    two = lambda v: (v, v) if isinstance(v, int) else tuple(v)  # noqa: E731
+    kh, kw = S1s.shape[2:]
+    if padding == "same":
+        return x.shape[0] * x.shape[2] * x.shape[3]
+    (sh, sw), (ph, pw) = two(stride), (0, 0) if padding == "valid" else two(padding)
+    return x.shape[0] * max(0, (x.shape[2] + 2 * ph - kh) // sh + 1) * max(0, (x.shape[3] + 2 * pw - kw) // sw + 1)
+
+
+def _effective_kernel_is_cheaper(x, S1s, out, stride, padding) -> bool:
+    """Multiply-adds of the two forms of a sketched convolution (P pixels, L·r sketch channels, K = C·kh·kw):
+    the kernel u·S1s (out·L·r·K) and the convolution into out channels (P·out·K), against the convolution
+    into L·r channels (P·L·r·K) and the per-pixel combination (P·L·r·out). The backward's products scale
+    alike. CPU, b32 64->64 32x32 3x3 T=6 r=8 (L·r = 96): see benchmarks/README.md."""
+    lr, k, p = S1s.shape[0], S1s[0].numel(), _pixels(x, S1s, stride, padding)
+    return out * k * (lr + p) < lr * p * (k + out)
 
 
 def _srht_apply(v, t, r, n, seed, stream, transpose):
