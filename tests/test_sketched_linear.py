@@ -22,9 +22,29 @@ def make(rng, t, fin, fout, r, dtype=F64, bias=True):
     return [g(t, fin, r), g(t, r, fout), g(t, r, fout), g(t, fin, r), g(fout) if bias else None]
 
 
+@pytest.fixture(params=["factors", "dense"])
+def form(request, monkeypatch):
+    """sketched_linear pinned to each of its forms: through the (batch, T·r) intermediates, or through
+    the layer's matrix W (chosen by multiply-adds, _dense_is_cheaper)."""
+    from swisk._ops import sketched
+    monkeypatch.setattr(sketched, "_dense_is_cheaper", lambda *a: request.param == "dense")
+    return request.param
+
+
+def test_the_form_follows_the_multiply_adds():
+    """Panther's tutorial layer (2048->1024, T=8, r=128: T·r = 1024) trains through its factors at batch
+    256 and through W at batch 4096 (1.9x fewer products); a compressing layer (4096->4096, T=2, r=64)
+    never through W; inference counts the forward alone."""
+    from swisk._ops.sketched import _dense_is_cheaper
+    assert not _dense_is_cheaper(256, 2048, 1024, 1024, True)
+    assert _dense_is_cheaper(4096, 2048, 1024, 1024, True)
+    assert not _dense_is_cheaper(2**20, 4096, 4096, 128, True) and not _dense_is_cheaper(2**20, 4096, 4096, 128, False)
+    assert _dense_is_cheaper(2048, 2048, 1024, 1024, False) and not _dense_is_cheaper(512, 2048, 1024, 1024, False)
+
+
 @pytest.mark.parametrize("t,fin,fout,r,lead", [(1, 5, 3, 2, (4,)), (3, 17, 9, 5, (2, 3)), (8, 40, 24, 7, (33,))])
 @pytest.mark.parametrize("bias", [True, False])
-def test_forward_and_gradients_fp64(rng, t, fin, fout, r, lead, bias):
+def test_forward_and_gradients_fp64(rng, t, fin, fout, r, lead, bias, form):
     params = make(rng, t, fin, fout, r, bias=bias)
     x = torch.randn(*lead, fin, generator=rng, dtype=F64, requires_grad=True)
     leaves = [x] + [p if p is None else p.requires_grad_() for p in params]
@@ -45,7 +65,7 @@ def test_known_answer():
     assert y.item() == (2 * 3 * 7 + 2 * 11 * 5) / 2 + 0.5
 
 
-def test_gradcheck_gradgradcheck_jvp_vmap(rng):
+def test_gradcheck_gradgradcheck_jvp_vmap(rng, form):
     params = [p.requires_grad_() for p in make(rng, 2, 4, 3, 2)]
     x = torch.randn(3, 4, generator=rng, dtype=F64, requires_grad=True)
     assert torch.autograd.gradcheck(swisk.ops.sketched_linear, (x, *params))
@@ -59,7 +79,7 @@ def test_gradcheck_gradgradcheck_jvp_vmap(rng):
     assert rel_err(got, reference.sketched_linear(xs, *params)) <= 1e-12
 
 
-def test_fp32_and_bf16_error_bounds(rng):
+def test_fp32_and_bf16_error_bounds(rng, form):
     params = make(rng, 4, 96, 48, 12)
     x = torch.randn(64, 96, generator=rng, dtype=F64)
     want = reference.sketched_linear(x, *params)

@@ -77,16 +77,35 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
         bias = None if bias is None else bias.to(dt)
     t, fin, r = S1s.shape
     x2 = x.reshape(-1, fin)
+    c = 0.5 / t
+    if _dense_is_cheaper(x2.shape[0], fin, S2s.shape[2], t * r, torch.is_grad_enabled() and any(
+            v.requires_grad for v in (x, S1s, S2s, U1s, U2s))):
+        # The layer's matrix W = c·([S1 | U2]·[U1 ; S2]) (in, out), then one GEMM: fewer products when the
+        # batch is large against in·out / (T·r) (_dense_is_cheaper); autograd takes the gradients through W
+        w = torch.mm(S1s.transpose(0, 1).reshape(fin, t * r), U1s.reshape(t * r, -1))
+        w = torch.addmm(w, U2s.transpose(0, 1).reshape(fin, t * r), S2s.reshape(t * r, -1)).mul(c)
+        y = torch.mm(x2, w) if bias is None else torch.addmm(bias, x2, w)
+        return y.reshape(*x.shape[:-1], y.shape[-1])
     # One GEMM per factor, so autograd differentiates only the learned ones: backward is dZ1 = gy·U1ᵀ,
     # dZ2 = gy·S2ᵀ, dS1 = xᵀ·dZ1, dS2 = Z2ᵀ·gy, dx = dZ1·S1ᵀ + dZ2·U2ᵀ (a concatenated [S1 | U2] would
     # also compute the U halves' gradients: a third more backward FLOPs). (T, r, out) is (T·r, out) as is.
     z1 = torch.mm(x2, S1s.transpose(0, 1).reshape(fin, t * r))                  # (batch, T·r)
     z2 = torch.mm(x2, U2s.transpose(0, 1).reshape(fin, t * r))
-    c = 0.5 / t
     u1 = U1s.reshape(t * r, -1)
     y = torch.mm(z1, u1) * c if bias is None else torch.addmm(bias, z1, u1, alpha=c)
     y = torch.addmm(y, z2, S2s.reshape(t * r, -1), alpha=c)
     return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
+def _dense_is_cheaper(batch: int, fin: int, out: int, tr: int, training: bool) -> bool:
+    """Multiply-adds of sketched_linear's two forms (T·r = tr): through W = c·[S1 | U2]·[U1 ; S2], forming
+    W (2·in·tr·out) and x·W (batch·in·out; a backward adds 2·batch·in·out for dx and W's gradient and
+    2·in·tr·out for the factors'), against through the (batch, T·r) intermediates (2·batch·tr·(in + out),
+    a backward 3·batch·tr·(in + out)). CPU measurements: benchmarks/README.md."""
+    io, tio = fin * out, tr * (fin + out)
+    if training:
+        return 4 * io * tr + 3 * batch * io < 5 * batch * tio
+    return 2 * io * tr + batch * io < 2 * batch * tio
 
 
 def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
