@@ -64,8 +64,10 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
         bias: (out,) or None.
 
     Returns:
-        (..., out), from four GEMMs through two (batch, T·r) intermediates (the vendor's GEMM in every
-        dtype; fp16/bf16 under autocast accumulate in fp32), any batch and feature sizes.
+        (..., out), from four GEMMs through two (batch, T·r) intermediates or, where that takes fewer
+        multiply-adds (batches large against in·out / (T·r)), through the layer's (in, out) matrix (the
+        vendor's GEMM in every dtype; fp16/bf16 under autocast accumulate in fp32), any batch and
+        feature sizes.
 
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices or shapes.
@@ -110,7 +112,8 @@ def _dense_is_cheaper(batch: int, fin: int, out: int, tr: int, training: bool) -
 
 def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     """Panther's sketched convolution: conv2d(x, S1s) into the L·r channels (the vendor's convolution), then
-    the fixed U1s combination of each pixel divided by L (the vendor's batched GEMM).
+    the fixed U1s combination of each pixel divided by L (the vendor's batched GEMM); where it takes fewer
+    multiply-adds (L·r above the output channels, as a rule), one convolution with the kernel (U1sᵀ/L)·S1s.
 
     Args:
         x: (N, C, H, W). S1s: (L·r, C, kh, kw) learned; U1s: (L, r, out) fixed; bias: (out,) or None.
