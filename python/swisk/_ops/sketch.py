@@ -254,10 +254,8 @@ def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, dev
 def stacked_operators(kind: str, k: int, n: int, seeds, dtype, device) -> torch.Tensor:
     """(len(seeds), k, n): sketch_matrix(kind, k, n, seed) for each seed, each written in place into one
     tensor (a layer's seeded operators: no per-operator allocation and no concatenation)."""
-    if torch.compiler.is_compiling():  # the ops as the compiler sees them
-        return torch.stack([sketch_matrix(kind, k, n, s, dtype, device) for s in seeds])
     like = torch.empty(0, dtype=dtype, device=device)
-    if _route([like]) != _PLAIN:  # meta tensors, modes, transforms: through the op
+    if _route([like]) != _PLAIN:  # the compiler, meta tensors, modes, transforms: through the op
         return torch.stack([sketch_matrix(kind, k, n, s, dtype, device) for s in seeds])
     out = torch.empty(len(seeds), k, n, dtype=dtype, device=device)
     for i, s in enumerate(seeds):

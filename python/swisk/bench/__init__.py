@@ -42,6 +42,19 @@ def _fmt_ratio(v):
     return f"1/{1 / v:.0f}" if v < 0.5 else f"1/{1 / v:.2f}"
 
 
+def _error_text(e: Exception) -> str:
+    """A failed case's error for its row: the exception's type and first line."""
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _failed(rows: list) -> int:
+    """How many rows hold an error (said once, under the table)."""
+    n = sum(bool(r.get("error")) for r in rows)
+    if n:
+        print(f"{n} case(s) failed: see their rows")
+    return n
+
+
 def table(rows: list) -> str:
     head = (f"{'op':<16} {'case':<26} {'dtype':<8} {'fwd ms':>9} {'ref':>9} {'speedup':>8} "
             f"{'f+b ms':>9} {'ref':>9} {'speedup':>8} {'peak MB':>8} {'ref MB':>8} {'mem':>7} {'work':>7}")
@@ -109,8 +122,7 @@ def _per_thread_count(p, args, argv) -> int:
     print(f"swisk {env['swisk']} bench on {env['device_name']} ({env['device']}, threads {counts}), "
           f"torch {env['torch']}")
     print(table(rows))
-    if any(r.get("error") for r in rows):
-        print(f"{sum(bool(r.get('error')) for r in rows)} case(s) failed: see their rows")
+    failed = _failed(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "ceilings": ceilings, "rows": rows}, f, indent=2)
@@ -118,7 +130,7 @@ def _per_thread_count(p, args, argv) -> int:
     if args.plot:
         plot.plot(rows, args.plot, f"swisk {env['swisk']} on {env['device_name']}, threads {counts}")
         print(f"wrote {args.plot}")
-    return 1 if any(r.get("error") for r in rows) else 0
+    return 1 if failed else 0
 
 
 def _check_args(p, args) -> None:
@@ -203,7 +215,7 @@ def main(argv=None) -> int:
         except Exception as e:  # one broken case is reported in its row; the others still run
             rows.append({"op": case.op, "case": case.label, "dtype": str(dt)[6:], "goal": case.goal,
                          "threads": torch.get_num_threads(),
-                         "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"})
+                         "error": _error_text(e)})
         if args.json:  # rows so far: a run stopped part-way keeps what it measured
             runner.to_json(args.json, env, {}, rows)
     ceilings = runner.device_ceilings(device, sorted({dt for _, dt in tasks}, key=str), reps,
@@ -214,15 +226,14 @@ def main(argv=None) -> int:
         try:
             runner.measure_memory(row, case, device, dt)
         except Exception as e:
-            row["error"] = f"memory: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            row["error"] = "memory: " + _error_text(e)
         runner.check_goals(row, case, device)
         peak = ceilings["matmul_tflops"].get("tf32" if row.get("tf32") else row["dtype"])
         if peak and row.get("swisk_fwdbwd_tflops"):
             row["fwdbwd_matmul_fraction"] = row["swisk_fwdbwd_tflops"] / peak
     print()
     print(table(rows))
-    if any(r.get("error") for r in rows):
-        print(f"{sum(bool(r.get('error')) for r in rows)} case(s) failed: see their rows")
+    failed = _failed(rows)
     print(f"device ceilings: matmul TFLOP/s {({k: round(v, 2) for k, v in ceilings['matmul_tflops'].items()})}, "
           f"copy {ceilings['copy_gbps']:.1f} GB/s")
     if args.json:
@@ -231,4 +242,4 @@ def main(argv=None) -> int:
     if args.plot:
         plot.plot(rows, args.plot, f"swisk {env['swisk']} on {env['device_name']} ({device}, {env['threads']} threads)")
         print(f"wrote {args.plot}")
-    return 1 if any(r.get("error") for r in rows) else 0
+    return 1 if failed else 0
