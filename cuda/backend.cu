@@ -1,5 +1,7 @@
 // The CUDA backend: registration, device queries, the device guard's calls and launch checks.
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "launch.h"
 
@@ -42,6 +44,27 @@ void check_launch(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     throw Error(ErrorKind::runtime, std::string("[cuda] ") + what + ": launch failed: " + cudaGetErrorString(err));
+}
+
+void allow_shared(const void* kernel, size_t bytes, const char* what) {
+  if (bytes <= 48 * 1024) return;
+  struct Allowed {
+    const void* kernel;
+    int device;
+    size_t bytes;
+  };
+  static std::mutex m;
+  static std::vector<Allowed> done;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) device = -1;
+  std::lock_guard<std::mutex> lock(m);
+  for (const Allowed& a : done)
+    if (a.kernel == kernel && a.device == device && a.bytes >= bytes) return;
+  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  if (err != cudaSuccess)
+    throw Error(ErrorKind::runtime, std::string("[cuda] ") + what + ": " + std::to_string(bytes) +
+                                        " bytes of shared memory refused: " + cudaGetErrorString(err));
+  done.push_back({kernel, device, bytes});
 }
 
 void check_usable(const char* op) {

@@ -17,8 +17,18 @@
     kernel<<<(grid), (block), 0, static_cast<cudaStream_t>(stream)>>>(__VA_ARGS__);             \
     ::swisk::cuda_backend::check_launch(#kernel);                                               \
   } while (0)
+// The same with `bytes` of dynamic shared memory (SWISK_SHARED_DYNAMIC), allowed past 48 KiB first.
+#define SWISK_LAUNCH_SHARED(kernel, grid, block, bytes, stream, ...)                              \
+  do {                                                                                          \
+    ::swisk::cuda_backend::allow_shared(reinterpret_cast<const void*>(kernel), (bytes), #kernel); \
+    kernel<<<(grid), (block), (bytes), static_cast<cudaStream_t>(stream)>>>(__VA_ARGS__);       \
+    ::swisk::cuda_backend::check_launch(#kernel);                                               \
+  } while (0)
 namespace swisk::cuda_backend {
 void check_launch(const char* what);
+// Raises the kernel's dynamic shared memory limit on the current device to `bytes` (once per kernel,
+// device and size; nothing below 48 KiB).
+void allow_shared(const void* kernel, size_t bytes, const char* what);
 // Raises "[op] device: ..." when CUDA cannot run here (a driver older than the runtime, no device).
 void check_usable(const char* op);
 int current_device(const char* op);
@@ -32,6 +42,11 @@ void set_device(const char* op, int device);
   do {                                                                         \
     ::swisk::emu_cuda_device().last_launch = ::swisk::emu_cuda_device().current; \
     ::swisk::emu::launch((grid), (block), [&] { kernel(__VA_ARGS__); });       \
+  } while (0)
+#define SWISK_LAUNCH_SHARED(kernel, grid, block, bytes, stream, ...)                                            \
+  do {                                                                                                        \
+    ::swisk::emu_cuda_device().last_launch = ::swisk::emu_cuda_device().current;                                \
+    ::swisk::emu::launch((grid), (block), [&] { kernel(__VA_ARGS__); }, ::swisk::emu::Target::cuda_sm90, (bytes)); \
   } while (0)
 namespace swisk::cuda_emu {
 inline void check_usable(const char*) {}

@@ -15,10 +15,12 @@ __global__ void sketch_matrix_kernel(SketchParams p, T* out) {
   sketch_matrix_body<K, T>(cuda_idx(), p, out, taken);
 }
 
-template <int Q, typename T>
-__global__ void fwht_shared_kernel(FwhtParams p, const T* x, T* out) {
-  SWISK_SHARED(float, buf, SWISK_FWHT_CHUNK);
-  fwht_shared_body<Q, T>(cuda_idx(), p, x, out, buf);
+// 2^(L-5) threads of at most 64 registers (4, 2, 1 blocks per SM at L = 13, 14, 15: 50% occupancy);
+// padded shared memory.
+template <int L, typename T>
+__global__ void __launch_bounds__(1 << (L - 5), 1 << (15 - L)) fwht_shared_kernel(FwhtParams p, const T* x, T* out) {
+  SWISK_SHARED_DYNAMIC(float, buf, SWISK_FWHT_BUFFER(L, true));
+  fwht_shared_body<L, true, T>(cuda_idx(), p, x, out, buf);
 }
 
 template <typename T>
@@ -29,22 +31,21 @@ __global__ void fwht_stage_kernel(FwhtParams p, T* out) {
 // The chunk pass, then one launch per register pass of longer rows, in order on the stream (x may be out).
 template <typename T>
 static void launch_fwht(const std::vector<FwhtParams>& passes, const T* x, T* out, void* stream) {
-  const sk_u32 q = fwht_unit(passes[0]);
-  static_assert(SWISK_FWHT_CUDA_UNIT == 1 || SWISK_FWHT_CUDA_UNIT == 2 || SWISK_FWHT_CUDA_UNIT == 4,
-                "units of 1, 2 or 4 chunks");
-  auto* fwht_shared = q == 4   ? &fwht_shared_kernel<4, T>
-                      : q == 2 ? &fwht_shared_kernel<2, T>
-                               : &fwht_shared_kernel<1, T>;
+  const sk_u32 l = fwht_chunk_log2(passes[0]);
+  static_assert(SWISK_FWHT_CUDA_CHUNK_LOG2 >= 13 && SWISK_FWHT_CUDA_CHUNK_LOG2 <= 15, "chunks of 2^13 to 2^15");
+  auto* fwht_shared = l == 15   ? &fwht_shared_kernel<15, T>
+                      : l == 14 ? &fwht_shared_kernel<14, T>
+                                : &fwht_shared_kernel<13, T>;
   auto* fwht_stage = &fwht_stage_kernel<T>;
-  SWISK_LAUNCH(fwht_shared, to_dim3(fwht_shared_grid(passes[0])), dim3(SWISK_FWHT_THREADS), stream, passes[0], x,
-               out);
+  SWISK_LAUNCH_SHARED(fwht_shared, to_dim3(fwht_shared_grid(passes[0])), dim3(fwht_chunk_threads(passes[0])),
+                      sizeof(float) * SWISK_FWHT_BUFFER(l, true), stream, passes[0], x, out);
   for (size_t s = 1; s < passes.size(); ++s)
     SWISK_LAUNCH(fwht_stage, to_dim3(fwht_stage_grid(passes[s])), dim3(SWISK_FWHT_THREADS), stream, passes[s], out);
 }
 
 static void fwht(const FwhtArgs& a) {
   const int64_t n = a.x.size(-1);
-  const std::vector<FwhtParams> passes = fwht_passes(a.x.numel() / n, n, a.scale, SWISK_FWHT_CUDA_UNIT);
+  const std::vector<FwhtParams> passes = fwht_passes(a.x.numel() / n, n, a.scale, SWISK_FWHT_CUDA_CHUNK_LOG2);
   if (fwht_units(passes[0]) == 0) return;
   const DeviceGuard guard("fwht", a.x);
   dispatch_float<false>(a.x.dtype, "fwht", [&](auto tag) {
@@ -71,7 +72,7 @@ __global__ void srht_tables_kernel(SrhtParams p, float* work) { srht_tables_body
 static void srht(const SrhtArgs& a) {
   const SrhtParams p = srht_params(a);
   if (p.rows == 0) return;
-  const std::vector<FwhtParams> passes = fwht_passes(p.rows, p.big_n, 1.0, SWISK_FWHT_CUDA_UNIT);
+  const std::vector<FwhtParams> passes = fwht_passes(p.rows, p.big_n, 1.0, SWISK_FWHT_CUDA_CHUNK_LOG2);
   const SkGrid wide = srht_grid(sk_u64(p.rows) * p.big_n), narrow = srht_grid(sk_u64(p.rows) * (a.transpose ? p.n : p.k));
   const DeviceGuard guard(a.transpose ? "srht_transpose" : "srht", a.x);
   dispatch_float<false>(a.x.dtype, "srht", [&](auto tag) {

@@ -20,7 +20,7 @@ static void generate(const SketchMatrixArgs& a) {
 template <class Args>
 static void plan_fwht(const Args& a, const std::vector<FwhtParams>& passes, const TensorView* x, const TensorView* out,
                       DType d) {
-  MetalDispatch first = make_plan(a, "fwht_shared", passes[0], fwht_shared_grid(passes[0]), SWISK_FWHT_THREADS, 1,
+  MetalDispatch first = make_plan(a, "fwht_shared", passes[0], fwht_shared_grid(passes[0]), fwht_chunk_threads(passes[0]), 1,
                                   {x, out});
   first.kernel = kernel_name("fwht_shared", d);
   submit(a.launch, std::move(first));
@@ -33,7 +33,7 @@ static void plan_fwht(const Args& a, const std::vector<FwhtParams>& passes, cons
 
 static void fwht(const FwhtArgs& a) {
   const int64_t n = a.x.size(-1);
-  const std::vector<FwhtParams> passes = fwht_passes(a.x.numel() / n, n, a.scale, SWISK_FWHT_METAL_UNIT);
+  const std::vector<FwhtParams> passes = fwht_passes(a.x.numel() / n, n, a.scale, SWISK_FWHT_METAL_CHUNK_LOG2);
   if (fwht_units(passes[0]) == 0) return;
   plan_fwht(a, passes, &a.x, &a.out, a.x.dtype);
 }
@@ -46,7 +46,7 @@ static void srht(const SrhtArgs& a) {
   const SkGrid wide = srht_grid(sk_u64(p.rows) * p.big_n), narrow = srht_grid(sk_u64(p.rows) * (a.transpose ? p.n : p.k));
   submit(a.launch, make_plan(a, "srht_tables", p, srht_grid(srht_table_items(p)), SWISK_FWHT_THREADS, 1, {&a.work}));
   submit(a.launch, make_plan(a, a.transpose ? "srht_t_in" : "srht_in", p, wide, SWISK_FWHT_THREADS, 1, {&a.x, &a.work}));
-  plan_fwht(a, fwht_passes(p.rows, p.big_n, 1.0, SWISK_FWHT_METAL_UNIT), &a.work, &a.work, DType::f32);
+  plan_fwht(a, fwht_passes(p.rows, p.big_n, 1.0, SWISK_FWHT_METAL_CHUNK_LOG2), &a.work, &a.work, DType::f32);
   submit(a.launch,
          make_plan(a, a.transpose ? "srht_t_out" : "srht_out", p, narrow, SWISK_FWHT_THREADS, 1, {&a.work, &a.out}));
 }

@@ -11,8 +11,8 @@ kernel void sketch_matrix_k(device T* out [[buffer(0)]], constant SketchParams& 
 template <typename T>
 kernel void fwht_shared_k(device const T* x [[buffer(0)]], device T* out [[buffer(1)]],
                           constant FwhtParams& p [[buffer(2)]], SWISK_METAL_COORDS) {
-  SWISK_SHARED(float, buf, SWISK_FWHT_CHUNK);
-  fwht_shared_body<SWISK_FWHT_METAL_UNIT, T>(SWISK_METAL_IDX, p, x, out, buf);
+  SWISK_SHARED(float, buf, SWISK_FWHT_BUFFER(SWISK_FWHT_METAL_CHUNK_LOG2, false));
+  fwht_shared_body<SWISK_FWHT_METAL_CHUNK_LOG2, false, T>(SWISK_METAL_IDX, p, x, out, buf);
 }
 
 template <typename T>

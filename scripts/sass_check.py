@@ -32,9 +32,14 @@ BLOCK_THREADS = [
     ("wavelet_kan_", 256),  # SWISK_WAV_THREADS (also its __launch_bounds__)
     ("bspline_", 256),
     ("sketch_", 128),  # SWISK_SKETCH_THREADS
+    ("fwht_shared_kernel<15", 1024),  # 2^(L-5) threads for chunks of 2^L
+    ("fwht_shared_kernel<14", 512),
     ("fwht_", 256),  # SWISK_FWHT_THREADS
     ("srht_", 256),  # SWISK_FWHT_THREADS
 ]
+
+# Dynamic shared memory per block (ptxas counts static arrays only), as the launch code gives it.
+DYNAMIC_SMEM = [("fwht_shared_kernel<15", 135168), ("fwht_shared_kernel<14", 67584), ("fwht_shared_kernel<13", 33792)]
 
 # sm_90 per-SM limits (CUDA occupancy calculator figures).
 SM90 = dict(regs=65536, reg_unit=256, warps=64, blocks=32, smem=233472, smem_unit=128, smem_reserved=1024)
@@ -222,6 +227,7 @@ def check(arch: str, jobs: int, keep: str | None) -> tuple[list[Kernel], list[st
     for k in kernels:
         k.name = short_name(names[k.mangled])
         k.threads = block_threads(k.name)
+        k.smem += next((b for key, b in DYNAMIC_SMEM if key in k.name), 0)
         k.occupancy = occupancy(k)
         if k.fp64 and "double" not in k.name:
             problems.append(f"{k.name}: {k.fp64} fp64 instruction(s), e.g. {', '.join(k.fp64_examples)}")

@@ -24,7 +24,7 @@ def test_fwht_is_the_hadamard_matrix(backend, rng, dtype):
     if dtype == torch.float64 and backend != "cpu":
         pytest.skip("float64 is CPU-only")
     dev = testing.device_of(backend)
-    for n in (1, 2, 64, 4096, 16384):  # 16384: Metal's chunk and one register pass; CUDA's unit of two chunks
+    for n in (1, 2, 64, 4096, 16384):  # 16384: Metal's chunk and one register pass; CUDA's chunk of 2^14
         x = torch.randn(2, 3, n, generator=rng, dtype=torch.float64)
         want = x @ ref.hadamard(n).T * 0.25 if n <= 4096 else ref.fwht(x, 0.25)
         y = swisk.ops.fwht(x.to(dev, dtype), 0.25)
@@ -37,8 +37,8 @@ def test_fwht_is_bitwise_the_radix2_butterflies(backend, rng):
     """Every backend adds in the radix-2 order (the CPU in 64-byte vectors, chunks and radix-4 passes):
     bitwise the reference's butterflies, at every n through 2^16 and at 2^18 and 2^19 (the CPU's
     in-vector, in-chunk and across-chunk stages; the GPUs' chunk pass, whose three register layouts cover
-    distances 2^0-2^4, 2^5-2^9 and 2^10-2^12, CUDA's units of 2 and 4 chunks for 2^13 and 2^14, and one
-    or two register passes past them) in both float dtypes."""
+    distances 2^0-2^4, 2^5-2^9 and 2^(L-5)-2^(L-1) for chunks of 2^L, L = 13 (Metal) and up to 15 (CUDA:
+    512 and 1024 threads for 2^14 and 2^15), and one or two register passes past them) in both float dtypes."""
     dev = testing.device_of(backend)
     for dtype in testing.dtypes_of(backend):
         if dtype in (torch.float16, torch.bfloat16):

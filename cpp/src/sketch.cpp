@@ -107,15 +107,14 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
   return c;
 }
 
-std::vector<FwhtParams> fwht_passes(int64_t rows, int64_t n, double scale, int max_unit) {
-  sk_u32 log2n = 0, log2u = 0;
+std::vector<FwhtParams> fwht_passes(int64_t rows, int64_t n, double scale, int max_chunk_log2) {
+  sk_u32 log2n = 0;
   while ((int64_t(1) << log2n) < n) ++log2n;
-  while ((2 << log2u) <= max_unit) ++log2u;
   FwhtParams p{};
   p.n = sk_u32(n);
   p.rows = sk_u32(rows);
   p.lo = 0;
-  p.bits = log2n < SWISK_FWHT_CHUNK_LOG2 + log2u ? log2n : SWISK_FWHT_CHUNK_LOG2 + log2u;
+  p.bits = log2n < sk_u32(max_chunk_log2) ? log2n : sk_u32(max_chunk_log2);
   std::vector<FwhtParams> passes{p};
   for (p.lo = p.bits; p.lo < log2n; p.lo += p.bits) {
     p.bits = log2n - p.lo < 5 ? log2n - p.lo : 5;

@@ -45,6 +45,17 @@ __global__ void read_unwritten(float* f, int* i) {
   i[o] = is[t];
 }
 
+// 128 KiB of dynamic shared memory (past the static 48 KiB): each thread writes and reads back its part.
+__global__ void dynamic_shared(float* out) {
+  SWISK_SHARED_DYNAMIC(float, big, 32768);
+  const unsigned t = threadIdx.x;
+  for (unsigned j = 0; j < 32; ++j) big[t + blockDim.x * j] = float(t + j);
+  SWISK_BARRIER();
+  float s = 0;
+  for (unsigned j = 0; j < 32; ++j) s += big[(t + 1) % blockDim.x + blockDim.x * j];
+  out[t] = s;
+}
+
 }  // namespace
 
 TEST(EmulatorLimits, GridDimensions) {
@@ -94,4 +105,16 @@ TEST(EmulatorLimits, UnwrittenSharedMemoryIsPoisoned) {
     EXPECT_TRUE(std::isnan(f[k]));
     EXPECT_EQ(i[k], -1);
   }
+}
+
+// A kernel's dynamic array must fit in what the launch gives, and the launch in the target's opt-in limit.
+TEST(EmulatorLimits, DynamicSharedMemory) {
+  std::vector<float> out(1024, 0.0f);
+  auto run = [&](std::size_t bytes) {
+    launch(dim3(2), dim3(1024), [&] { dynamic_shared(out.data()); }, Target::cuda_sm90, bytes);
+  };
+  run(131072);
+  for (unsigned t = 0; t < 1024; ++t) EXPECT_EQ(out[t], float(32 * ((t + 1) % 1024) + 496));
+  EXPECT_THROW_MSG(run(65536), swisk::Error, "dynamic shared memory: the kernel uses 131072 bytes, the launch gives 65536");
+  EXPECT_THROW_MSG(run(227 * 1024 + 4), swisk::Error, "232452 bytes of dynamic shared memory exceed the limit of 232448 on CUDA");
 }

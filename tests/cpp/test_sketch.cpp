@@ -206,28 +206,39 @@ TEST(Sketch, BadArguments) {
   EXPECT_EQ(sketch_id("sketch", "sparse_sign"), SK_SKETCH_sparse_sign);
 }
 
-// The GPU chunk pass's three shared-memory layouts: fwht_slot is the closed form of the swizzled
-// position, each layout covers the chunk once, layout 2 is the coalesced order t + 256 j, and the 32
-// lanes of every warp hit 32 different banks on every access.
-TEST(Sketch, FwhtChunkLayoutsAreConflictFree) {
-  const sk_u32 starts[3] = {0, 5, 8};
-  for (sk_u32 layout = 0; layout < 3; ++layout) {
-    std::vector<int> seen(SWISK_FWHT_CHUNK, 0);
-    for (sk_u32 t = 0; t < SWISK_FWHT_THREADS; ++t)
+// The GPU chunk pass's three shared-memory layouts, for chunks of 2^13, 2^14 and 2^15 values, padded
+// (CUDA) and swizzled (Metal, 2^13): fwht_slot is the closed form of the slot, each layout covers the
+// chunk once, slots stay inside the buffer and are distinct, the last layout is the coalesced order
+// t + threads j, and the 32 lanes of every warp hit 32 different banks on every access.
+template <bool Pad>
+static void check_fwht_layouts(sk_u32 l) {
+  const sk_u32 threads = 1u << (l - 5), starts[3] = {0, 5, l - 5}, size = SWISK_FWHT_BUFFER(l, Pad);
+  for (sk_u32 s : starts) {
+    std::vector<int> seen(size_t(1) << l, 0), used(size, 0);
+    for (sk_u32 t = 0; t < threads; ++t)
       for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
-        const sk_u32 at = fwht_at(t, j, starts[layout]), slot = fwht_slot(t, j, layout);
-        EXPECT_EQ(slot, fwht_swizzle(at));
-        if (layout == 2) EXPECT_EQ(at, t + SWISK_FWHT_THREADS * j);
+        const sk_u32 at = fwht_at(t, j, s), slot = fwht_slot<Pad>(t, j, s);
+        EXPECT_EQ(slot, Pad ? at + at / 32 : fwht_swizzle(at));
+        if (s == l - 5) EXPECT_EQ(at, t + threads * j);
         seen[at] += 1;
+        EXPECT_TRUE(slot < size);
+        if (slot < size) used[slot] += 1;
       }
     for (int k : seen) EXPECT_EQ(k, 1);
-    for (sk_u32 w = 0; w < SWISK_FWHT_THREADS / 32; ++w)
+    for (int k : used) EXPECT_TRUE(k <= 1);
+    for (sk_u32 w = 0; w < threads / 32; ++w)
       for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
         sk_u32 banks = 0;
-        for (sk_u32 lane = 0; lane < 32; ++lane) banks |= 1u << (fwht_slot(32 * w + lane, j, layout) % 32);
+        for (sk_u32 lane = 0; lane < 32; ++lane) banks |= 1u << (fwht_slot<Pad>(32 * w + lane, j, s) % 32);
         EXPECT_EQ(banks, 0xffffffffu);
       }
   }
+}
+
+TEST(Sketch, FwhtChunkLayoutsAreConflictFree) {
+  for (sk_u32 l = 13; l <= 15; ++l) check_fwht_layouts<true>(l);
+  check_fwht_layouts<false>(13);
+  check_fwht_layouts<false>(15);
 }
 
 // FWHT of a unit vector e_j is column j of the Sylvester matrix, H[i][j] = (-1)^popcount(i & j), scaled:

@@ -85,6 +85,7 @@ struct LaunchState {
   const Target& target;
   BlockBarrier bar;
   SharedArrays shared;
+  std::size_t dynamic_bytes;
 };
 
 thread_local ThreadCoords tl_coords;
@@ -124,7 +125,10 @@ void barrier() {
   if (!tl_launch->bar.arrive(false)) throw Abort{};
 }
 
-void shared_array(void* p, std::size_t bytes) {
+namespace {
+// Registers (once per launch) and poisons (once per block) a shared array; `dynamic`: the kernel's
+// dynamic array, which must fit in the launch's dynamic bytes and counts against the opt-in limit.
+void register_shared(void* p, std::size_t bytes, bool dynamic) {
   LaunchState* L = tl_launch;
   if (!L) return;
   SharedArrays& s = L->shared;
@@ -133,11 +137,19 @@ void shared_array(void* p, std::size_t bytes) {
   for (auto& x : s.entries)
     if (x.p == p) e = &x;
   if (!e) {
-    const std::size_t total = s.total + bytes;
-    if (total > L->target.max_shared_bytes) {
+    std::string why;
+    const std::size_t total = s.total + (dynamic ? 0 : bytes);
+    if (dynamic && bytes > L->dynamic_bytes)
+      why = detail::cat("dynamic shared memory: the kernel uses ", bytes, " bytes, the launch gives ", L->dynamic_bytes);
+    else if (total > L->target.max_shared_bytes)
+      why = detail::cat("shared memory: ", total, " bytes per block exceed the limit of ", L->target.max_shared_bytes,
+                        " on ", L->target.name);
+    else if (total + L->dynamic_bytes > L->target.max_dynamic_bytes)
+      why = detail::cat("shared memory: ", total, " static and ", L->dynamic_bytes, " dynamic bytes per block exceed the ",
+                        "limit of ", L->target.max_dynamic_bytes, " on ", L->target.name);
+    if (!why.empty()) {
       lock.unlock();
-      L->bar.fail(detail::cat("shared memory: ", total, " bytes per block exceed the limit of ",
-                              L->target.max_shared_bytes, " on ", L->target.name));
+      L->bar.fail(why);
       throw Abort{};
     }
     s.total = total;
@@ -149,14 +161,22 @@ void shared_array(void* p, std::size_t bytes) {
     e->poisoned = tl_block + 1;
   }
 }
+}  // namespace
 
-void launch(Dim3 grid, Dim3 block, const std::function<void()>& body, const Target& target) {
+void shared_array(void* p, std::size_t bytes) { register_shared(p, bytes, false); }
+void dynamic_shared_array(void* p, std::size_t bytes) { register_shared(p, bytes, true); }
+
+void launch(Dim3 grid, Dim3 block, const std::function<void()>& body, const Target& target, std::size_t dynamic_bytes) {
   check_geometry(grid, block, target);
+  if (dynamic_bytes > target.max_dynamic_bytes)
+    throw Error(ErrorKind::runtime, detail::cat("[emulator] launch: ", dynamic_bytes,
+                                                " bytes of dynamic shared memory exceed the limit of ",
+                                                target.max_dynamic_bytes, " on ", target.name));
   const unsigned nthreads = block.x * block.y * block.z;
   const unsigned long long nblocks = 1ull * grid.x * grid.y * grid.z;
 
   std::lock_guard<std::mutex> serial(launch_mutex);
-  LaunchState state{target, BlockBarrier(nthreads), {}};
+  LaunchState state{target, BlockBarrier(nthreads), {}, dynamic_bytes};
   std::vector<std::thread> threads;
   threads.reserve(nthreads);
   for (unsigned t = 0; t < nthreads; ++t) {

@@ -48,16 +48,22 @@ using namespace metal;
 // Shared (threadgroup) arrays are declared in kernel entry points. The emulator runs one block at a
 // time, so a function-local static is exactly one block's shared memory there; it counts each array
 // against the target's limit and poisons it before every block (emu/emulator.h, via the shims).
-// SWISK_SHARED_ALIGNED adds the 32-byte alignment that matrix-unit loads need.
+// SWISK_SHARED_ALIGNED adds the 32-byte alignment that matrix-unit loads need. SWISK_SHARED_DYNAMIC is
+// CUDA's dynamic shared memory (past the 48 KiB of static arrays): n elements that the launch must give
+// (SWISK_LAUNCH_SHARED; the emulator checks the two agree); one per kernel, 16-byte aligned.
 #if defined(SWISK_EMULATED)
 #define SWISK_SHARED(T, name, n) SWISK_EMU_SHARED(SWISK_TG T, name, n, alignof(T))
 #define SWISK_SHARED_ALIGNED(T, name, n) SWISK_EMU_SHARED(SWISK_TG T, name, n, 32)
+#define SWISK_SHARED_DYNAMIC(T, name, n) SWISK_EMU_SHARED_DYNAMIC(SWISK_TG T, name, n)
 #elif defined(__METAL_VERSION__)
 #define SWISK_SHARED(T, name, n) threadgroup T name[n]
 #define SWISK_SHARED_ALIGNED(T, name, n) threadgroup T name[n]
 #elif defined(SWISK_DIALECT_CUDA)
 #define SWISK_SHARED(T, name, n) __shared__ T name[n]
 #define SWISK_SHARED_ALIGNED(T, name, n) __shared__ __align__(32) T name[n]
+#define SWISK_SHARED_DYNAMIC(T, name, n)              \
+  extern __shared__ __align__(16) unsigned char sk_dynamic_shared[]; \
+  T* name = reinterpret_cast<T*>(sk_dynamic_shared)
 #endif
 
 // Fully unrolls a fixed-count loop over a register tile (so its arrays stay in registers on CUDA).

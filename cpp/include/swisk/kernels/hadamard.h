@@ -8,24 +8,23 @@
 // ---- Fast Walsh-Hadamard transform: y = scale * H_n x along the last dimension (n a power of two, H_n
 // the Sylvester +-1 matrix), butterflies (a, b) -> (a + b, a - b) over distances h = 1, 2, ..., n/2, in
 // that order on every backend (so bitwise the same result), fp32 in registers.
-// GPUs, one read and one write per pass: the chunk pass gives a block units of Q chunks of
-// SWISK_FWHT_CHUNK values (rows of n <= the chunk packed together, or Q chunks of a row) and each thread
-// 32 values of a chunk in registers. A chunk goes through shared memory (three layouts whose registers
-// hold index bits [0, 5), [5, 10), [8, 13): the butterflies of those distances run in registers), then
-// the distances 2^13 .. between the unit's chunks run in registers too; loads and stores are coalesced.
-// CUDA takes Q up to SWISK_FWHT_CUDA_UNIT (4: 128 values per thread, n = 2^15 in one pass; a build may
-// set 1 or 2 to compare on a device); Metal SWISK_FWHT_METAL_UNIT = 1 (its register budget per thread
-// is unknown here, and a threadgroup it refuses would fail the dispatch).
+// GPUs, one read and one write per pass: the chunk pass gives a block a chunk of 2^L values (rows of n
+// <= 2^13 packed together into chunks of 2^13, or one row of n = 2^L), 2^(L-5) threads and 32 values per
+// thread in registers. The chunk goes through shared memory in three layouts whose registers hold
+// index bits [0, 5), [5, 10), [L - 5, L): the butterflies of those distances run in registers; the
+// last layout is the coalesced one that loads and stores global memory. Metal: L = 13 (32 KiB of
+// threadgroup memory). CUDA: L up to SWISK_FWHT_CUDA_CHUNK_LOG2 = 15 (one pass for n <= 2^15: 1024
+// threads and 128 KiB of dynamic shared memory; a build may set 13 or 14 to compare on a device).
 // Longer rows then take one register pass per 5 further distances (a thread's 32 values 2^lo apart).
 // The scale is applied by the last pass.
-#define SWISK_FWHT_THREADS 256
+#define SWISK_FWHT_THREADS 256  // the register passes' and SRHT kernels' blocks; the chunk pass's at L = 13
 #define SWISK_FWHT_REGS 32
-#define SWISK_FWHT_CHUNK_LOG2 13
-#define SWISK_FWHT_CHUNK (SWISK_FWHT_THREADS * SWISK_FWHT_REGS)  // 32 KiB of fp32: Metal's threadgroup memory
-#ifndef SWISK_FWHT_CUDA_UNIT
-#define SWISK_FWHT_CUDA_UNIT 4
+#define SWISK_FWHT_CHUNK_LOG2 13  // the smallest chunk (and Metal's)
+#define SWISK_FWHT_CHUNK (SWISK_FWHT_THREADS * SWISK_FWHT_REGS)
+#ifndef SWISK_FWHT_CUDA_CHUNK_LOG2
+#define SWISK_FWHT_CUDA_CHUNK_LOG2 15
 #endif
-#define SWISK_FWHT_METAL_UNIT 1
+#define SWISK_FWHT_METAL_CHUNK_LOG2 13
 
 struct FwhtParams {
   sk_u32 rows, n;   // x is (rows, n)
@@ -35,13 +34,12 @@ struct FwhtParams {
 };
 
 SWISK_HD sk_u64 fwht_values(SWISK_CONST FwhtParams& p) { return sk_u64(p.rows) * p.n; }
-// The chunk pass's Q (chunks per unit) and units.
-SWISK_HD sk_u32 fwht_unit(SWISK_CONST FwhtParams& p) {
-  return p.bits > SWISK_FWHT_CHUNK_LOG2 ? 1u << (p.bits - SWISK_FWHT_CHUNK_LOG2) : 1u;
+// The chunk pass's L (log2 of its chunk), threads per block and chunks.
+SWISK_HD sk_u32 fwht_chunk_log2(SWISK_CONST FwhtParams& p) {
+  return p.bits > SWISK_FWHT_CHUNK_LOG2 ? p.bits : SWISK_FWHT_CHUNK_LOG2;
 }
-SWISK_HD sk_u64 fwht_units(SWISK_CONST FwhtParams& p) {
-  return sk_tiles(fwht_values(p), fwht_unit(p) * SWISK_FWHT_CHUNK);
-}
+SWISK_HD sk_u32 fwht_chunk_threads(SWISK_CONST FwhtParams& p) { return 1u << (fwht_chunk_log2(p) - 5); }
+SWISK_HD sk_u64 fwht_units(SWISK_CONST FwhtParams& p) { return sk_tiles(fwht_values(p), 1u << fwht_chunk_log2(p)); }
 SWISK_HD SkGrid fwht_shared_grid(SWISK_CONST FwhtParams& p) {
   return sk_tile_grid(fwht_units(p) > 65535 ? 65535 : fwht_units(p), 1);
 }
@@ -67,108 +65,80 @@ SWISK_FN void fwht_registers(SWISK_THREAD float* v, sk_u32 from, sk_u32 to) {
   }
 }
 
-// Within a chunk, value i sits at fwht_swizzle(i) (bits 5-9 XORed into bits 0-4). Layout L holds in
-// thread t's register j the value fwht_at(t, j, s) (registers = index bits [s, s + 5), s = 0, 5, 8 for
-// L = 0, 1, 2; the thread's 8 bits fill the others in order); layout 2 is also the coalesced one
-// (t + 256 j) that loads and stores global memory. The lanes of a warp then hit 32 different banks in
-// every layout, and fwht_slot, the closed form of fwht_swizzle(fwht_at(t, j, s)), is a per-thread base
-// XORed with a constant and plus a constant: one integer operation per access at most.
+// Shared memory. The layout starting at bit s holds in thread t's register j the value fwht_at(t, j, s)
+// (registers = index bits [s, s + 5), the thread's L - 5 bits fill the others in order); s = L - 5
+// gives t + 2^(L-5) j, the coalesced order. Value i sits at slot i + i / 32 (Pad: CUDA; every access is
+// a per-thread base plus a constant, 1/32 more memory) or at fwht_swizzle(i) (bits 5-9 XORed into bits
+// 0-4: Metal, whose 32 KiB hold no padding; a base XORed with a constant and plus a constant). Either
+// way the lanes of a warp hit 32 different banks in every layout. fwht_slot is the closed form for
+// s = 0, 5 and L - 5 >= 8.
 SWISK_HD sk_u32 fwht_at(sk_u32 t, sk_u32 j, sk_u32 s) {
   return (t & ((1u << s) - 1u)) | (j << s) | ((t >> s) << (s + 5));
 }
 SWISK_HD sk_u32 fwht_swizzle(sk_u32 i) { return i ^ ((i >> 5) & 31u); }
-SWISK_HD sk_u32 fwht_slot(sk_u32 t, sk_u32 j, sk_u32 layout) {
-  if (layout == 0) return 32u * t + ((t & 31u) ^ j);
-  if (layout == 1) return (((t & 31u) ^ j) | ((t >> 5) << 10)) + 32u * j;
-  return (t ^ (t >> 5) ^ ((j & 3u) << 3)) + SWISK_FWHT_THREADS * j;
-}
-
-// Value j of chunk q of a unit as thread t holds it: t + 256 j of the chunk (layout 2, coalesced).
-SWISK_HD sk_u32 fwht_unit_at(sk_u32 q, sk_u32 t, sk_u32 j) {
-  return q * SWISK_FWHT_CHUNK + t + SWISK_FWHT_THREADS * j;
-}
-
-// A unit's values in or out of v (v[q * 32 + j]: fwht_unit_at(q, t, j)); past `size` zeros in, nothing
-// out, unless Full.
-template <bool Full, int Q, typename T>
-SWISK_FN void fwht_load_unit(SWISK_THREAD float* v, SWISK_GLOBAL const T* x, sk_u32 t, sk_u32 size) {
-  SWISK_UNROLL
-  for (sk_u32 q = 0; q < Q; ++q) {
-    SWISK_UNROLL
-    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
-      const sk_u32 i = fwht_unit_at(q, t, j);
-      v[q * SWISK_FWHT_REGS + j] = Full || i < size ? float(x[i]) : 0.0f;
-    }
+template <bool Pad>
+SWISK_HD sk_u32 fwht_slot(sk_u32 t, sk_u32 j, sk_u32 s) {
+  if (Pad) {
+    if (s == 0) return 33u * t + j;
+    const sk_u32 a = (t & ((1u << s) - 1u)) | ((t >> s) << (s + 5));  // fwht_at(t, 0, s)
+    return a + (a >> 5) + (j << s) + (j << (s - 5));
   }
+  if (s == 0) return 32u * t + ((t & 31u) ^ j);
+  if (s == 5) return (((t & 31u) ^ j) | ((t >> 5) << 10)) + 32u * j;
+  return (t ^ ((t >> 5) & 31u) ^ ((j << (s - 5)) & 31u)) + (j << s);
 }
-template <bool Full, int Q, typename T>
-SWISK_FN void fwht_store_unit(SWISK_THREAD const float* v, SWISK_GLOBAL T* out, sk_u32 t, sk_u32 size, float scale) {
-  SWISK_UNROLL
-  for (sk_u32 q = 0; q < Q; ++q) {
-    SWISK_UNROLL
-    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) {
-      const sk_u32 i = fwht_unit_at(q, t, j);
-      if (Full || i < size) out[i] = T(v[q * SWISK_FWHT_REGS + j] * scale);
-    }
-  }
-}
+// The floats of a chunk's shared buffer.
+#define SWISK_FWHT_BUFFER(L, Pad) ((1u << (L)) + ((Pad) ? 1u << ((L) - 5) : 0u))
 
 #if defined(SWISK_BARRIER)
-// Chunk pass (p.lo = 0, p.bits = min(log2 n, 13 + log2 Q)); buf: the block's SWISK_FWHT_CHUNK floats.
-// Values past the end enter as zeros and stay out: they only meet rows of their own.
-template <int Q, typename T>
+// Chunk pass (p.lo = 0, p.bits = min(log2 n, L)) with 2^(L-5) threads; buf: SWISK_FWHT_BUFFER(L, Pad)
+// floats. Values past the end enter as zeros and stay out: they only meet rows of their own.
+template <int L, bool Pad, typename T>
 SWISK_FN void fwht_shared_body(SkIdx id, SWISK_CONST FwhtParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL T* out,
                                SWISK_TG float* buf) {
+  const sk_u32 threads = 1u << (L - 5), whole = 1u << L, t = id.tx;
+  const sk_u32 bits = L > SWISK_FWHT_CHUNK_LOG2 ? sk_u32(L) : p.bits;  // past 2^13 a chunk is one whole row
   const sk_u64 total = fwht_values(p);
-  const sk_u32 t = id.tx, whole = Q * SWISK_FWHT_CHUNK;
   for (sk_u64 c = id.bx; c < fwht_units(p); c += id.gdx) {
     const sk_u64 base = c * whole;
     const sk_u32 size = total - base < whole ? sk_u32(total - base) : whole;
-    const bool full = Q > 1 || size == whole;  // a unit of several chunks is part of one row: whole
-    float v[Q * SWISK_FWHT_REGS];
-    if (full) {
-      fwht_load_unit<true, Q>(v, x + base, t, size);
+    SWISK_GLOBAL const T* xc = x + base;
+    SWISK_GLOBAL T* oc = out + base;
+    float v[SWISK_FWHT_REGS];
+    if (L > SWISK_FWHT_CHUNK_LOG2 || size == whole) {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[j] = float(xc[t + threads * j]);
     } else {
-      fwht_load_unit<false, Q>(v, x + base, t, size);
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[j] = t + threads * j < size ? float(xc[t + threads * j]) : 0.0f;
     }
     SWISK_UNROLL
-    for (sk_u32 q = 0; q < Q; ++q) {
-      SWISK_THREAD float* vq = v + q * SWISK_FWHT_REGS;
-      SWISK_UNROLL
-      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, 2)] = vq[j];
-      sk_u32 done = 0;  // distances 2^b, b < done, applied
-      SWISK_UNROLL
-      for (sk_u32 layout = 0; layout < 3; ++layout) {
-        SWISK_BARRIER();
-        SWISK_UNROLL
-        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) vq[j] = buf[fwht_slot(t, j, layout)];
-        const sk_u32 s = layout == 0 ? 0u : layout == 1 ? 5u : 8u;
-        const sk_u32 end = s + 5 < p.bits ? s + 5 : p.bits;
-        if (end > done) {
-          fwht_registers(vq, done - s, end - s);
-          done = end;
-        }
-        if (layout < 2) {
-          SWISK_UNROLL
-          for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot(t, j, layout)] = vq[j];
-        }
-      }
+    for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot<Pad>(t, j, L - 5)] = v[j];
+    sk_u32 done = 0;  // distances 2^b, b < done, applied
+    SWISK_UNROLL
+    for (sk_u32 layout = 0; layout < 3; ++layout) {
+      const sk_u32 s = layout == 0 ? 0u : layout == 1 ? 5u : sk_u32(L - 5);
       SWISK_BARRIER();
-    }
-    SWISK_UNROLL
-    for (sk_u32 b = 0; (1u << b) < Q; ++b) {  // distance 2^(13 + b): chunk q with chunk q + 2^b
       SWISK_UNROLL
-      for (sk_u32 e = 0; e < Q * SWISK_FWHT_REGS; ++e) {
-        if (e & (SWISK_FWHT_REGS << b)) continue;
-        const float u = v[e], w = v[e + (SWISK_FWHT_REGS << b)];
-        v[e] = u + w;
-        v[e + (SWISK_FWHT_REGS << b)] = u - w;
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) v[j] = buf[fwht_slot<Pad>(t, j, s)];
+      const sk_u32 end = s + 5 < bits ? s + 5 : bits;
+      if (end > done) {
+        fwht_registers(v, done - s, end - s);
+        done = end;
+      }
+      if (layout < 2) {
+        SWISK_UNROLL
+        for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) buf[fwht_slot<Pad>(t, j, s)] = v[j];
       }
     }
-    if (full) {
-      fwht_store_unit<true, Q>(v, out + base, t, size, p.scale);
+    SWISK_BARRIER();
+    if (L > SWISK_FWHT_CHUNK_LOG2 || size == whole) {
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j) oc[t + threads * j] = T(v[j] * p.scale);
     } else {
-      fwht_store_unit<false, Q>(v, out + base, t, size, p.scale);
+      SWISK_UNROLL
+      for (sk_u32 j = 0; j < SWISK_FWHT_REGS; ++j)
+        if (t + threads * j < size) oc[t + threads * j] = T(v[j] * p.scale);
     }
   }
 }

@@ -79,9 +79,9 @@ void fwht(const FwhtArgs& args);
 
 // The kernel parameters of a validated tile request.
 SketchParams sketch_params(const SketchMatrixArgs& a);
-// The GPU passes of a validated transform: the chunk pass (units of at most max_unit chunks), then
-// one register pass per 5 further distances; the scale sits in the last.
-std::vector<FwhtParams> fwht_passes(int64_t rows, int64_t n, double scale, int max_unit);
+// The GPU passes of a validated transform: the chunk pass (distances up to 2^(max_chunk_log2 - 1)),
+// then one register pass per 5 further distances; the scale sits in the last.
+std::vector<FwhtParams> fwht_passes(int64_t rows, int64_t n, double scale, int max_chunk_log2);
 SrhtParams srht_params(const SrhtArgs& a);
 
 // Calls f(std::integral_constant<int, K>{}) for the kind id K (kernels take it as a template).
