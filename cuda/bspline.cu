@@ -13,7 +13,8 @@ __global__ void bspline_expand_kernel(BsplineParams p, const T* x, const T* grid
 
 template <sk_i32 M, typename T>
 __global__ void bspline_contract_kernel(BsplineParams p, const T* x, const T* grid, const T* g, T* gx) {
-  bspline_contract_body<M, T>(cuda_idx(), p, x, grid, g, gx);
+  SWISK_SHARED(typename sk_acc<T>::type, stage, SWISK_BSPLINE_STAGE);
+  bspline_contract_staged_body<M, T>(cuda_idx(), p, x, grid, g, gx, stage);
 }
 
 // f(std::integral_constant<int, M>) for the order's register bucket (bspline_gpu_bucket).
@@ -42,7 +43,7 @@ static void expand(const BsplineBasisArgs& a) {
 
 static void contract(const BsplineContractArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
-  const dim3 grid = to_dim3(bspline_basis_grid(p)), block(SWISK_STRIDE_THREADS);
+  const dim3 grid = to_dim3(bspline_contract_grid(p)), block(SWISK_STRIDE_THREADS);
   const DeviceGuard guard("bspline_contract", a.x);
   dispatch_float<false>(a.x.dtype, "bspline_contract", [&](auto tag) {
     using T = decltype(tag);

@@ -19,7 +19,7 @@ static void expand(const BsplineBasisArgs& a) {
 
 static void contract(const BsplineContractArgs& a) {
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
-  submit(a.launch, make_plan(a, family("bspline_contract", p).c_str(), p, bspline_basis_grid(p),
+  submit(a.launch, make_plan(a, family("bspline_contract", p).c_str(), p, bspline_contract_grid(p),
                              SWISK_STRIDE_THREADS, 1, {&a.x, &a.grid, &a.grad, &a.grad_x}));
 }
 

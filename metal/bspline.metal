@@ -15,7 +15,8 @@ template <sk_i32 M, typename T>
 kernel void bspline_contract_k(device const T* x [[buffer(0)]], device const T* grid [[buffer(1)]],
                                device const T* grad [[buffer(2)]], device T* grad_x [[buffer(3)]],
                                constant BsplineParams& p [[buffer(4)]], SWISK_METAL_COORDS) {
-  bspline_contract_body<M, T>(SWISK_METAL_IDX, p, x, grid, grad, grad_x);
+  SWISK_SHARED(typename sk_acc<T>::type, stage, SWISK_BSPLINE_STAGE);
+  bspline_contract_staged_body<M, T>(SWISK_METAL_IDX, p, x, grid, grad, grad_x, stage);
 }
 
 #define SWISK_INSTANTIATE_M(M, T, S)                                                                     \

@@ -34,7 +34,8 @@ DEV = torch.device("cuda")
 CASES = {
     "basis_f32": lambda: _basis(torch.float32), "basis_bf16": lambda: _basis(torch.bfloat16),
     "expand_f32": lambda: _expand(torch.float32), "expand_bf16": lambda: _expand(torch.bfloat16),
-    "fwht_4096": lambda: _fwht(torch.float32, 4096), "fwht_32768": lambda: _fwht(torch.float32, 32768),
+    "fwht_4096": lambda: _fwht(torch.float32, 4096), "fwht_8192": lambda: _fwht(torch.float32, 8192),
+    "fwht_16384": lambda: _fwht(torch.float32, 16384), "fwht_32768": lambda: _fwht(torch.float32, 32768),
 }
 
 

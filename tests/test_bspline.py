@@ -79,6 +79,35 @@ def test_expansion_tiles_across_rows(backend, rng, features, order, grid_size):
         assert torch.allclose(got, want, atol=TOL[dtype], rtol=TOL[dtype], equal_nan=True), (backend, dtype)
 
 
+@pytest.mark.parametrize("rows, features, grid_size", [(1, 2, 5), (33, 65, 5), (17, 33, 16), (3, 17, 200),
+                                                      (5, 3, 2000), (2, 2, 6200)])
+def test_expand_and_contract_tiles(backend, rng, rows, features, grid_size):
+    """The GPUs' tiled bodies (tiles of up to 32 features by up to 32 rows, fewer of both as n_basis
+    grows, the untiled bodies past 6141 bases) at the tile edges: kan_expand and kan_contract (silu
+    columns and bases, a NaN input) against the formulation; per feature a scaled, shifted uniform grid
+    (its knots distinct in 16-bit floats up to 16 intervals)."""
+    dev, order, n_knots = testing.device_of(backend), 3, grid_size + 2 * 3 + 1
+    scale = torch.rand(features, 1, generator=rng, dtype=torch.float64) + 0.5
+    grid = torch.linspace(-2, 2, n_knots, dtype=torch.float64) * scale + torch.randn(features, 1, generator=rng,
+                                                                                    dtype=torch.float64) * 0.3
+    span = grid[:, -1] - grid[:, 0]
+    x = (torch.rand(rows, features, generator=rng, dtype=torch.float64) * 1.2 - 0.6) * span + grid.mean(-1)
+    x[-1, 0] = float("nan")
+    g = torch.randn(rows, features * (grid_size + order + 1), generator=rng, dtype=torch.float64)
+    for dtype in testing.dtypes_of(backend):
+        if dtype in (torch.float16, torch.bfloat16) and grid_size > 16:
+            continue
+        xd, gd, god = x.to(dtype), grid.to(dtype), g.to(dtype)
+        tol = TOL[dtype] * max(1, grid_size / 5)  # x's rounding over knot intervals of 4 / grid_size
+        want = reference.kan_expand(xd.double(), gd.double(), order, 0, True)
+        got = torch.ops.swisk.kan_expand(xd.to(dev), gd.to(dev), order, 0, True).cpu().double()
+        assert torch.allclose(got, want, atol=tol, rtol=tol, equal_nan=True), (backend, dtype)
+        want = reference.kan_contract(xd.double(), gd.double(), god.double(), order, 1, True)
+        got = torch.ops.swisk.kan_contract(xd.to(dev), gd.to(dev), god.to(dev), order, 1, True).cpu().double()
+        tol = tol * max(1, grid_size / 5) * (1 + want.nan_to_num(0).abs().max().item())  # dB/dx ~ grid_size
+        assert torch.allclose(got, want, atol=tol, rtol=TOL[dtype], equal_nan=True), (backend, dtype)
+
+
 def test_non_contiguous_and_batch_shapes(backend, rng):
     grid = random_grid(5, 12, rng).float()
     x = torch.randn(5, 7, 3, generator=rng).transpose(0, 2)  # (3, 7, 5), non-contiguous

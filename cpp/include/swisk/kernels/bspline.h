@@ -23,8 +23,8 @@ struct BsplineParams {
   sk_u32 width;    // row length: base*in + in*n_basis
 };
 
-// Launch geometry of the contraction kernel (and the direct expansion): SWISK_STRIDE_THREADS threads
-// per block, grid-stride over every (row, feature). The GPUs' expansion: bspline_expand_grid.
+// Launch geometry of the untiled bodies: SWISK_STRIDE_THREADS threads per block, grid-stride over every
+// (row, feature). The GPUs take the tiled bodies: bspline_expand_grid, bspline_contract_grid.
 SWISK_HD SkGrid bspline_basis_grid(BsplineParams p) { return sk_stride_grid(sk_u64(p.rows) * p.in); }
 
 // The register-array bound M (a template parameter of the kernels) for a spline order on GPUs.
@@ -230,67 +230,121 @@ SWISK_FN void bspline_expand_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_
   }
 }
 
-// The GPU expansion, staged so its stores are coalesced: a block takes f consecutive (row, feature)
-// elements (bspline_stage_elems), each thread writes its element's n_basis values to stage, then the
-// block stores the tile's spline columns (consecutive in out within a row) one column per thread.
-// The direct body above stores n_basis values per thread at a stride of n_basis elements: n_basis
-// times the memory transactions. n_basis past SWISK_BSPLINE_STAGE takes the direct body. Needs block
-// barriers (GPU dialects and the emulators).
-#define SWISK_BSPLINE_STAGE 4096
-SWISK_HD sk_u32 bspline_stage_elems(sk_u32 n_basis) {
-  const sk_u32 f = n_basis == 0 ? SWISK_STRIDE_THREADS : SWISK_BSPLINE_STAGE / n_basis;
-  return f < SWISK_STRIDE_THREADS ? (f == 0 ? 1 : f) : SWISK_STRIDE_THREADS;
+// The GPUs' tiled bodies: a block takes a tile of F features (a power of two, <= 32) by R rows (2^lr),
+// x's tile (and grad's) read coalesced into shared memory, one thread per element with consecutive
+// threads on consecutive rows of one feature: a warp's knot loads then hit one or two features' knots
+// (one cache line each) instead of 32 features', which made the expansion L1-bound. The expansion
+// writes each element's n_basis values to stage (rows of F·n_basis + 1 floats: odd, so the lanes hit
+// different banks) and the block stores the tile's rows of F·n_basis consecutive columns coalesced.
+// xs (R rows of F + 1) holds x, then each element's silu column (expand) or its gx (contract). Tiles
+// whose smallest form (one feature, one row) does not fit take the untiled bodies.
+#define SWISK_BSPLINE_STAGE 6144  // floats of shared memory (24 KiB)
+struct BsplineTile {
+  sk_u32 f, lf, lr;  // features (2^lf), log2 rows
+  sk_u32 pitch;      // stage's row: f·n_basis + 1
+};
+// extra: arrays of R·(F + 1) besides stage (expand 1, contract 2).
+SWISK_HD sk_u64 bspline_tile_floats(sk_u32 nb, sk_u32 f, sk_u32 lr, sk_u32 extra) {
+  return (sk_u64(f) * nb + 1 + sk_u64(extra) * (f + 1)) << lr;
 }
-SWISK_HD SkGrid bspline_expand_grid(BsplineParams p) {
-  const sk_u64 tiles = sk_tiles(sk_u64(p.rows) * p.in, bspline_stage_elems(p.n_basis));
+SWISK_HD BsplineTile bspline_tile(sk_u32 nb, sk_u32 extra) {
+  BsplineTile t;
+  t.lf = 5;
+  t.lr = 5;
+  while (t.lr > 0 && bspline_tile_floats(nb, 1u << t.lf, t.lr, extra) > SWISK_BSPLINE_STAGE) --t.lr;
+  while (t.lf > 0 && bspline_tile_floats(nb, 1u << t.lf, t.lr, extra) > SWISK_BSPLINE_STAGE) --t.lf;
+  t.f = 1u << t.lf;
+  t.pitch = t.f * nb + 1;
+  return t;
+}
+SWISK_HD bool bspline_tiled(SWISK_CONST BsplineParams& p, sk_u32 extra) {
+  return bspline_tile_floats(p.n_basis, 1, 0, extra) <= SWISK_BSPLINE_STAGE;
+}
+SWISK_HD sk_u64 bspline_tiles(SWISK_CONST BsplineParams& p, sk_u32 extra) {
+  const BsplineTile t = bspline_tile(p.n_basis, extra);
+  return sk_tiles(p.rows, 1u << t.lr) * sk_tiles(p.in, t.f);
+}
+// The grid of the expansion (extra = 1) and the contraction (extra = 2): one block per tile (at most
+// 4096, looping), or the untiled bodies' grid-stride grid.
+SWISK_HD SkGrid bspline_tiled_grid(BsplineParams p, sk_u32 extra) {
+  if (!bspline_tiled(p, extra)) return bspline_basis_grid(p);
+  const sk_u64 tiles = bspline_tiles(p, extra);
   return sk_tile_grid(tiles > 4096 ? 4096 : tiles, 1);
 }
+SWISK_HD SkGrid bspline_expand_grid(BsplineParams p) { return bspline_tiled_grid(p, 1); }
+SWISK_HD SkGrid bspline_contract_grid(BsplineParams p) { return bspline_tiled_grid(p, 2); }
 
 #if defined(SWISK_BARRIER)
+// The tile's origin: rows n0.., features i0.., and how many of each are inside x (rv, fv).
+struct BsplineTileAt {
+  sk_u64 n0;
+  sk_u32 i0, rv, fv;
+};
+SWISK_FN BsplineTileAt bspline_tile_at(SWISK_CONST BsplineParams& p, BsplineTile t, sk_u64 tile) {
+  const sk_u64 tf = sk_tiles(p.in, t.f);
+  BsplineTileAt a;
+  a.n0 = (tile / tf) << t.lr;
+  a.i0 = sk_u32(tile % tf) * t.f;
+  a.rv = p.rows - a.n0 < (sk_u64(1) << t.lr) ? sk_u32(p.rows - a.n0) : 1u << t.lr;
+  a.fv = p.in - a.i0 < t.f ? p.in - a.i0 : t.f;
+  return a;
+}
+// xs[r·(F + 1) + f] = x[n0 + r, i0 + f] for the tile's elements inside x, coalesced.
+template <typename T, typename A>
+SWISK_FN void bspline_load_x(SkIdx id, SWISK_CONST BsplineParams& p, BsplineTile t, BsplineTileAt a,
+                             SWISK_GLOBAL const T* x, SWISK_TG A* xs) {
+  for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
+    const sk_u32 r = el >> t.lf, f = el & (t.f - 1u);
+    if (r < a.rv && f < a.fv) xs[r * (t.f + 1) + f] = A(x[(a.n0 + r) * p.in + a.i0 + f]);
+  }
+}
+
 template <sk_i32 M, typename T>
 SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
                                          SWISK_GLOBAL const T* grid, SWISK_GLOBAL T* out,
                                          SWISK_TG typename sk_acc<T>::type* stage) {
   typedef typename sk_acc<T>::type A;
-  if (p.n_basis > SWISK_BSPLINE_STAGE) {
+  if (!bspline_tiled(p, 1)) {
     bspline_expand_body<M, T>(id, p, x, grid, out);
     return;
   }
-  const sk_u64 total = sk_u64(p.rows) * p.in, f = bspline_stage_elems(p.n_basis), nb = p.n_basis;
-  const sk_u64 row_cols = sk_u64(p.in) * nb, tiles = sk_tiles(total, sk_u32(f));
+  const BsplineTile t = bspline_tile(p.n_basis, 1);
+  const sk_u32 nb = p.n_basis, rmask = (1u << t.lr) - 1u;
+  SWISK_TG A* xs = stage + (t.pitch << t.lr);
+  const sk_u64 tiles = bspline_tiles(p, 1);
   for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {  // the same trip count for the whole block
-    const sk_u64 e0 = tile * f, cnt = total - e0 < f ? total - e0 : f;
-    if (id.tx < cnt) {  // the element's n_basis values: a fill, then its k + 1 non-zero ones
-      const BsplineElement<M, A> l = bspline_expand_element<M, T>(p, x, grid, out, e0 + id.tx);
-      SWISK_TG A* s = stage + id.tx * sk_u32(nb);
-      const A fill = !l.ok ? sk_nan(A(0)) : l.span == -2 ? l.v[0] : A(0);
-      for (sk_u32 j = 0; j < sk_u32(nb); ++j) s[j] = fill;
-      if (l.ok && l.span >= 0)
-        for (sk_i32 r = 0; r <= M; ++r) {
-          const sk_i32 j = l.span - M + r;
-          if (j >= 0 && j < sk_i32(nb)) s[j] = l.v[r];
+    const BsplineTileAt a = bspline_tile_at(p, t, tile);
+    bspline_load_x(id, p, t, a, x, xs);
+    SWISK_BARRIER();
+    for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {  // a fill, then the k + 1 non-zero values
+      const sk_u32 r = el & rmask, f = el >> t.lr;
+      if (r >= a.rv || f >= a.fv) continue;
+      SWISK_GLOBAL const T* g = grid + sk_u64(a.i0 + f) * p.n_knots;
+      SWISK_TG A* xv = xs + r * (t.f + 1) + f;
+      A v[M + 1];
+      const sk_i32 span = bspline_local_m<M>(*xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
+      const bool ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
+      SWISK_TG A* s = stage + r * t.pitch + f * nb;
+      const A fill = !ok ? sk_nan(A(0)) : span == -2 ? v[0] : A(0);
+      for (sk_u32 j = 0; j < nb; ++j) s[j] = fill;
+      if (ok && span >= 0)
+        for (sk_i32 q = 0; q <= M; ++q) {
+          const sk_i32 j = span - M + q;
+          if (j >= 0 && j < sk_i32(nb)) s[j] = v[q];
         }
+      if (p.base) *xv = sk_silu_deriv(*xv, sk_i32(p.deriv));
     }
     SWISK_BARRIER();
-    // The tile's len values are columns c0, c0 + 1, ... of row n0's spline part, running on into the
-    // next rows: the first `head` in row n0, the rest from row n0 + 1 (u32 offsets: len <= the stage).
-    const sk_u64 n0 = e0 / p.in, c0 = (e0 % p.in) * nb, spline = sk_u64(p.base) * p.in;
-    const sk_u32 len = sk_u32(cnt * nb);
-    const sk_u32 head = row_cols - c0 < len ? sk_u32(row_cols - c0) : len;
-    SWISK_GLOBAL T* o = out + n0 * p.width + spline + c0;
-    for (sk_u32 q = id.tx; q < head; q += id.bdx) o[q] = T(stage[q]);
-    if (head < len) {  // uniform: the tile reaches past row n0
-      SWISK_GLOBAL T* next = out + (n0 + 1) * p.width + spline;
-      if (row_cols >= len) {
-        for (sk_u32 q = head + id.tx; q < len; q += id.bdx) next[q - head] = T(stage[q]);
-      } else {  // rows shorter than the tile (few features): row and column of each value
-        const sk_u32 rc = sk_u32(row_cols);
-        for (sk_u32 q = head + id.tx; q < len; q += id.bdx) {
-          const sk_u32 d = q - head, r = d / rc;
-          next[sk_u64(r) * p.width + (d - r * rc)] = T(stage[q]);
-        }
-      }
+    const sk_u32 cols = a.fv * nb;  // each row's spline columns i0·nb .. (i0 + fv)·nb, consecutive in out
+    for (sk_u32 r = 0; r < a.rv; ++r) {
+      SWISK_GLOBAL T* o = out + (a.n0 + r) * p.width + sk_u64(p.base) * p.in + sk_u64(a.i0) * nb;
+      for (sk_u32 q = id.tx; q < cols; q += id.bdx) o[q] = T(stage[r * t.pitch + q]);
     }
+    if (p.base)
+      for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
+        const sk_u32 r = el >> t.lf, f = el & (t.f - 1u);
+        if (r < a.rv && f < a.fv) out[(a.n0 + r) * p.width + a.i0 + f] = T(xs[r * (t.f + 1) + f]);
+      }
     SWISK_BARRIER();
   }
 }
@@ -322,3 +376,61 @@ SWISK_FN void bspline_contract_body(SkIdx id, SWISK_CONST BsplineParams& p, SWIS
     gx[e] = T(acc);
   }
 }
+
+#if defined(SWISK_BARRIER)
+// The contraction by tiles (see above): grad's tile read coalesced into stage (spline columns) and gs
+// (silu columns), gx gathered in xs and stored coalesced.
+template <sk_i32 M, typename T>
+SWISK_FN void bspline_contract_staged_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
+                                           SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* grad,
+                                           SWISK_GLOBAL T* gx, SWISK_TG typename sk_acc<T>::type* stage) {
+  typedef typename sk_acc<T>::type A;
+  if (!bspline_tiled(p, 2)) {
+    bspline_contract_body<M, T>(id, p, x, grid, grad, gx);
+    return;
+  }
+  const BsplineTile t = bspline_tile(p.n_basis, 2);
+  const sk_u32 nb = p.n_basis, rmask = (1u << t.lr) - 1u;
+  SWISK_TG A* xs = stage + (t.pitch << t.lr);
+  SWISK_TG A* gs = xs + ((t.f + 1) << t.lr);
+  const sk_u64 tiles = bspline_tiles(p, 2);
+  for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {
+    const BsplineTileAt a = bspline_tile_at(p, t, tile);
+    bspline_load_x(id, p, t, a, x, xs);
+    const sk_u32 cols = a.fv * nb;
+    for (sk_u32 r = 0; r < a.rv; ++r) {
+      SWISK_GLOBAL const T* o = grad + (a.n0 + r) * p.width + sk_u64(p.base) * p.in + sk_u64(a.i0) * nb;
+      for (sk_u32 q = id.tx; q < cols; q += id.bdx) stage[r * t.pitch + q] = A(o[q]);
+    }
+    if (p.base)
+      for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
+        const sk_u32 r = el >> t.lf, f = el & (t.f - 1u);
+        if (r < a.rv && f < a.fv) gs[r * (t.f + 1) + f] = A(grad[(a.n0 + r) * p.width + a.i0 + f]);
+      }
+    SWISK_BARRIER();
+    for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
+      const sk_u32 r = el & rmask, f = el >> t.lr;
+      if (r >= a.rv || f >= a.fv) continue;
+      SWISK_GLOBAL const T* g = grid + sk_u64(a.i0 + f) * p.n_knots;
+      SWISK_TG A* xv = xs + r * (t.f + 1) + f;
+      A v[M + 1];
+      const sk_i32 span = bspline_local_m<M>(*xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
+      A acc = span == -2 ? v[0] : A(0);
+      SWISK_TG const A* o = stage + r * t.pitch + f * nb;
+      for (sk_i32 q = 0; q <= M; ++q) {
+        const sk_i32 j = span - M + q;
+        if (span >= 0 && j >= 0 && j < sk_i32(nb)) acc += o[j] * v[q];
+      }
+      if (!bspline_row_ok<A>(g, sk_i32(p.n_knots))) acc = sk_nan(acc);
+      if (p.base) acc += gs[r * (t.f + 1) + f] * sk_silu_deriv(*xv, sk_i32(p.deriv));
+      *xv = acc;
+    }
+    SWISK_BARRIER();
+    for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
+      const sk_u32 r = el >> t.lf, f = el & (t.f - 1u);
+      if (r < a.rv && f < a.fv) gx[(a.n0 + r) * p.in + a.i0 + f] = T(xs[r * (t.f + 1) + f]);
+    }
+    SWISK_BARRIER();
+  }
+}
+#endif
