@@ -80,10 +80,10 @@ def test_expansion_tiles_across_rows(backend, rng, features, order, grid_size):
 
 
 @pytest.mark.parametrize("rows, features, grid_size", [(1, 2, 5), (33, 65, 5), (17, 33, 16), (3, 17, 200),
-                                                      (5, 3, 2000), (2, 2, 6200)])
+                                                      (5, 3, 2000), (2, 2, 6200), (600, 2, 5), (1100, 1, 3)])
 def test_expand_and_contract_tiles(backend, rng, rows, features, grid_size):
-    """The GPUs' tiled bodies (tiles of up to 32 features by up to 32 rows, fewer of both as n_basis
-    grows, the untiled bodies past 6141 bases) at the tile edges: kan_expand and kan_contract (silu
+    """The GPUs' tiled bodies (tiles of up to 32 features, fewer for fewer features, by rows up to 512
+    elements, fewer of both as n_basis grows, the untiled bodies past 6141 bases) at the tile edges: kan_expand and kan_contract (silu
     columns and bases, a NaN input) against the formulation; per feature a scaled, shifted uniform grid
     (its knots distinct in 16-bit floats up to 16 intervals)."""
     dev, order, n_knots = testing.device_of(backend), 3, grid_size + 2 * 3 + 1

@@ -268,7 +268,9 @@ def test_compile_caches_are_keyed_on_the_op_schemas(monkeypatch):
     schemas recompiles instead of calling an op with the old arguments. The user's own tag stays."""
     from swisk._ops import define
 
-    cfg = torch.compiler.config
+    cfg = getattr(torch.compiler, "config", None)
+    if cfg is None or not hasattr(cfg, "cache_key_tag"):
+        pytest.skip(f"torch {torch.__version__} has no compile cache key tag")
     assert re.search(r"(^| )swisk-[0-9a-f]{16}( |$)", cfg.cache_key_tag)
     with cfg.patch(cache_key_tag="mine"):
         define.tag_compile_caches()

@@ -341,6 +341,31 @@ def tag_compile_caches() -> None:
         cfg.cache_key_tag = f"{cfg.cache_key_tag} {tag}".strip()
 
 
+def _register_autocast(name: str, op, dev: str) -> None:
+    """Under autocast on dev the op runs on fp32 copies of its floating inputs on dev: torch's
+    register_autocast where it has one (2.7 and later; before 2.12 for cpu and cuda only), else the same
+    kernel at the Autocast<Device> dispatch key."""
+    if hasattr(torch.library, "register_autocast"):
+        try:
+            torch.library.register_autocast(f"swisk::{name}", dev, torch.float32, lib=LIB)
+        except ValueError:  # torch before 2.12 takes autocast rules for cpu and cuda only
+            pass
+        return
+    key = getattr(torch._C.DispatchKey, "Autocast" + {"cpu": "CPU", "cuda": "CUDA", "mps": "MPS"}[dev], None)
+    if key is None:
+        return
+    excluded = torch._C.DispatchKeySet(key)
+
+    def up(a):
+        return a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() and a.device.type == dev else a
+
+    def kernel(*args):
+        with torch._C._ExcludeDispatchKeyGuard(excluded):
+            return op(*(up(a) for a in args))
+
+    LIB.impl(name, kernel, key.name)
+
+
 def define(spec: OpSpec):
     """Registers torch.ops.swisk.<name> from its description; returns the OpOverload."""
     SCHEMAS.append(_schema(spec))
@@ -359,10 +384,7 @@ def define(spec: OpSpec):
     if spec.autocast == "fp32":
         for dev in ("cpu", "cuda", "mps"):
             if torch.amp.is_autocast_available(dev):
-                try:
-                    torch.library.register_autocast(f"swisk::{spec.name}", dev, torch.float32, lib=LIB)
-                except ValueError:  # torch before 2.12 takes autocast rules for cpu and cuda only
-                    pass
+                _register_autocast(spec.name, op, dev)
     torch.library.register_vmap(f"swisk::{spec.name}", _vmap_rule(spec, op), lib=LIB)
     return op
 

@@ -230,12 +230,14 @@ SWISK_FN void bspline_expand_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_
   }
 }
 
-// The GPUs' tiled bodies: a block takes a tile of F features (a power of two, <= 32) by R rows (2^lr),
+// The GPUs' tiled bodies: a block takes a tile of F features (a power of two, <= 32, fewer for fewer
+// features) by R rows (2^lr, F·R = 512 but for the shared memory),
 // x's tile (and grad's) read coalesced into shared memory, one thread per element with consecutive
 // threads on consecutive rows of one feature: a warp's knot loads then hit one or two features' knots
 // (one cache line each) instead of 32 features', which made the expansion L1-bound. The expansion
-// writes each element's n_basis values to stage (rows of F·n_basis + 1 floats: odd, so the lanes hit
-// different banks) and the block stores the tile's rows of F·n_basis consecutive columns coalesced.
+// writes each element's n_basis values to stage (rows of F·n_basis + 1 floats: odd for an even
+// F·n_basis, so the lanes hit different banks) and the block stores the tile's rows of F·n_basis
+// consecutive columns coalesced.
 // xs (R rows of F + 1) holds x, then each element's silu column (expand) or its gx (contract). Tiles
 // whose smallest form (one feature, one row) does not fit take the untiled bodies.
 #define SWISK_BSPLINE_STAGE 6144  // floats of shared memory (24 KiB)
@@ -247,10 +249,11 @@ struct BsplineTile {
 SWISK_HD sk_u64 bspline_tile_floats(sk_u32 nb, sk_u32 f, sk_u32 lr, sk_u32 extra) {
   return (sk_u64(f) * nb + 1 + sk_u64(extra) * (f + 1)) << lr;
 }
-SWISK_HD BsplineTile bspline_tile(sk_u32 nb, sk_u32 extra) {
+SWISK_HD BsplineTile bspline_tile(sk_u32 nb, sk_u32 in, sk_u32 extra) {
   BsplineTile t;
-  t.lf = 5;
-  t.lr = 5;
+  t.lf = 0;
+  while (t.lf < 5 && (1u << t.lf) < in) ++t.lf;
+  t.lr = 9 - t.lf;  // 512 elements: two per thread
   while (t.lr > 0 && bspline_tile_floats(nb, 1u << t.lf, t.lr, extra) > SWISK_BSPLINE_STAGE) --t.lr;
   while (t.lf > 0 && bspline_tile_floats(nb, 1u << t.lf, t.lr, extra) > SWISK_BSPLINE_STAGE) --t.lf;
   t.f = 1u << t.lf;
@@ -261,7 +264,7 @@ SWISK_HD bool bspline_tiled(SWISK_CONST BsplineParams& p, sk_u32 extra) {
   return bspline_tile_floats(p.n_basis, 1, 0, extra) <= SWISK_BSPLINE_STAGE;
 }
 SWISK_HD sk_u64 bspline_tiles(SWISK_CONST BsplineParams& p, sk_u32 extra) {
-  const BsplineTile t = bspline_tile(p.n_basis, extra);
+  const BsplineTile t = bspline_tile(p.n_basis, p.in, extra);
   return sk_tiles(p.rows, 1u << t.lr) * sk_tiles(p.in, t.f);
 }
 // The grid of the expansion (extra = 1) and the contraction (extra = 2): one block per tile (at most
@@ -289,6 +292,22 @@ SWISK_FN BsplineTileAt bspline_tile_at(SWISK_CONST BsplineParams& p, BsplineTile
   a.fv = p.in - a.i0 < t.f ? p.in - a.i0 : t.f;
   return a;
 }
+// A block's walk over a tile's rows of `cols` consecutive values: rows one by one, the threads along
+// the row, or when a row is shorter than the block, several rows per pass (one value per thread).
+struct BsplineRowWalk {
+  sk_u32 r, rstep, q, qstep, cols;
+};
+SWISK_FN BsplineRowWalk bspline_row_walk(SkIdx id, sk_u32 cols) {
+  BsplineRowWalk w;
+  const sk_u32 per = cols == 0 || cols >= id.bdx ? 1u : id.bdx / cols;  // rows per pass
+  w.r = per > 1 ? id.tx / cols : 0u;
+  w.q = id.tx - w.r * cols;
+  w.rstep = per;
+  w.qstep = per > 1 ? cols : id.bdx;
+  w.cols = w.r < per ? cols : 0u;  // threads past the pass's rows sit out
+  return w;
+}
+
 // xs[r·(F + 1) + f] = x[n0 + r, i0 + f] for the tile's elements inside x, coalesced.
 template <typename T, typename A>
 SWISK_FN void bspline_load_x(SkIdx id, SWISK_CONST BsplineParams& p, BsplineTile t, BsplineTileAt a,
@@ -308,7 +327,7 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
     bspline_expand_body<M, T>(id, p, x, grid, out);
     return;
   }
-  const BsplineTile t = bspline_tile(p.n_basis, 1);
+  const BsplineTile t = bspline_tile(p.n_basis, p.in, 1);
   const sk_u32 nb = p.n_basis, rmask = (1u << t.lr) - 1u;
   SWISK_TG A* xs = stage + (t.pitch << t.lr);
   const sk_u64 tiles = bspline_tiles(p, 1);
@@ -335,10 +354,10 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
       if (p.base) *xv = sk_silu_deriv(*xv, sk_i32(p.deriv));
     }
     SWISK_BARRIER();
-    const sk_u32 cols = a.fv * nb;  // each row's spline columns i0·nb .. (i0 + fv)·nb, consecutive in out
-    for (sk_u32 r = 0; r < a.rv; ++r) {
+    const BsplineRowWalk w = bspline_row_walk(id, a.fv * nb);  // row r's columns i0·nb .. (i0 + fv)·nb
+    for (sk_u32 r = w.r; r < a.rv; r += w.rstep) {
       SWISK_GLOBAL T* o = out + (a.n0 + r) * p.width + sk_u64(p.base) * p.in + sk_u64(a.i0) * nb;
-      for (sk_u32 q = id.tx; q < cols; q += id.bdx) o[q] = T(stage[r * t.pitch + q]);
+      for (sk_u32 q = w.q; q < w.cols; q += w.qstep) o[q] = T(stage[r * t.pitch + q]);
     }
     if (p.base)
       for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
@@ -389,7 +408,7 @@ SWISK_FN void bspline_contract_staged_body(SkIdx id, SWISK_CONST BsplineParams& 
     bspline_contract_body<M, T>(id, p, x, grid, grad, gx);
     return;
   }
-  const BsplineTile t = bspline_tile(p.n_basis, 2);
+  const BsplineTile t = bspline_tile(p.n_basis, p.in, 2);
   const sk_u32 nb = p.n_basis, rmask = (1u << t.lr) - 1u;
   SWISK_TG A* xs = stage + (t.pitch << t.lr);
   SWISK_TG A* gs = xs + ((t.f + 1) << t.lr);
@@ -397,10 +416,10 @@ SWISK_FN void bspline_contract_staged_body(SkIdx id, SWISK_CONST BsplineParams& 
   for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {
     const BsplineTileAt a = bspline_tile_at(p, t, tile);
     bspline_load_x(id, p, t, a, x, xs);
-    const sk_u32 cols = a.fv * nb;
-    for (sk_u32 r = 0; r < a.rv; ++r) {
+    const BsplineRowWalk w = bspline_row_walk(id, a.fv * nb);
+    for (sk_u32 r = w.r; r < a.rv; r += w.rstep) {
       SWISK_GLOBAL const T* o = grad + (a.n0 + r) * p.width + sk_u64(p.base) * p.in + sk_u64(a.i0) * nb;
-      for (sk_u32 q = id.tx; q < cols; q += id.bdx) stage[r * t.pitch + q] = A(o[q]);
+      for (sk_u32 q = w.q; q < w.cols; q += w.qstep) stage[r * t.pitch + q] = A(o[q]);
     }
     if (p.base)
       for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
