@@ -25,7 +25,7 @@ struct BsplineParams {
 
 // Launch geometry of the untiled bodies: SWISK_STRIDE_THREADS threads per block, grid-stride over every
 // (row, feature). The GPUs take the tiled bodies: bspline_expand_grid, bspline_contract_grid.
-SWISK_HD SkGrid bspline_basis_grid(BsplineParams p) { return sk_stride_grid(sk_u64(p.rows) * p.in); }
+SWISK_HD SkGrid bspline_basis_grid(SWISK_CONST BsplineParams& p) { return sk_stride_grid(sk_u64(p.rows) * p.in); }
 
 // The register-array bound M (a template parameter of the kernels) for a spline order on GPUs.
 SWISK_HD sk_u32 bspline_gpu_bucket(sk_u32 order) { return order <= 3 ? 3 : order <= 7 ? 7 : 15; }
@@ -269,13 +269,13 @@ SWISK_HD sk_u64 bspline_tiles(SWISK_CONST BsplineParams& p, sk_u32 extra) {
 }
 // The grid of the expansion (extra = 1) and the contraction (extra = 2): one block per tile (at most
 // 4096, looping), or the untiled bodies' grid-stride grid.
-SWISK_HD SkGrid bspline_tiled_grid(BsplineParams p, sk_u32 extra) {
+SWISK_HD SkGrid bspline_tiled_grid(SWISK_CONST BsplineParams& p, sk_u32 extra) {
   if (!bspline_tiled(p, extra)) return bspline_basis_grid(p);
   const sk_u64 tiles = bspline_tiles(p, extra);
   return sk_tile_grid(tiles > 4096 ? 4096 : tiles, 1);
 }
-SWISK_HD SkGrid bspline_expand_grid(BsplineParams p) { return bspline_tiled_grid(p, 1); }
-SWISK_HD SkGrid bspline_contract_grid(BsplineParams p) { return bspline_tiled_grid(p, 2); }
+SWISK_HD SkGrid bspline_expand_grid(SWISK_CONST BsplineParams& p) { return bspline_tiled_grid(p, 1); }
+SWISK_HD SkGrid bspline_contract_grid(SWISK_CONST BsplineParams& p) { return bspline_tiled_grid(p, 2); }
 
 #if defined(SWISK_BARRIER)
 // The tile's origin: rows n0.., features i0.., and how many of each are inside x (rv, fv).
