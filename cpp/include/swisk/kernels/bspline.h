@@ -308,13 +308,29 @@ SWISK_FN BsplineRowWalk bspline_row_walk(SkIdx id, sk_u32 cols) {
   return w;
 }
 
+// Element el of a tile: by row (consecutive el along a row: the coalesced loads and stores of x, silu,
+// grad's silu columns and gx) or by feature (consecutive el on consecutive rows of one feature: the
+// bases); slot: its place in the R rows of F + 1; in: inside x.
+struct BsplineTileEl {
+  sk_u32 r, f, slot;
+  bool in;
+};
+SWISK_FN BsplineTileEl bspline_tile_el(BsplineTile t, BsplineTileAt a, sk_u32 el, bool by_row) {
+  BsplineTileEl e;
+  e.r = by_row ? el >> t.lf : el & ((1u << t.lr) - 1u);
+  e.f = by_row ? el & (t.f - 1u) : el >> t.lr;
+  e.slot = e.r * (t.f + 1) + e.f;
+  e.in = e.r < a.rv && e.f < a.fv;
+  return e;
+}
+
 // xs[r·(F + 1) + f] = x[n0 + r, i0 + f] for the tile's elements inside x, coalesced.
 template <typename T, typename A>
 SWISK_FN void bspline_load_x(SkIdx id, SWISK_CONST BsplineParams& p, BsplineTile t, BsplineTileAt a,
                              SWISK_GLOBAL const T* x, SWISK_TG A* xs) {
   for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-    const sk_u32 r = el >> t.lf, f = el & (t.f - 1u);
-    if (r < a.rv && f < a.fv) xs[r * (t.f + 1) + f] = A(x[(a.n0 + r) * p.in + a.i0 + f]);
+    const BsplineTileEl e = bspline_tile_el(t, a, el, true);
+    if (e.in) xs[e.slot] = A(x[(a.n0 + e.r) * p.in + a.i0 + e.f]);
   }
 }
 
@@ -328,7 +344,7 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
     return;
   }
   const BsplineTile t = bspline_tile(p.n_basis, p.in, 1);
-  const sk_u32 nb = p.n_basis, rmask = (1u << t.lr) - 1u;
+  const sk_u32 nb = p.n_basis;
   SWISK_TG A* xs = stage + (t.pitch << t.lr);
   const sk_u64 tiles = bspline_tiles(p, 1);
   for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {  // the same trip count for the whole block
@@ -336,14 +352,14 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
     bspline_load_x(id, p, t, a, x, xs);
     SWISK_BARRIER();
     for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {  // a fill, then the k + 1 non-zero values
-      const sk_u32 r = el & rmask, f = el >> t.lr;
-      if (r >= a.rv || f >= a.fv) continue;
-      SWISK_GLOBAL const T* g = grid + sk_u64(a.i0 + f) * p.n_knots;
-      SWISK_TG A* xv = xs + r * (t.f + 1) + f;
+      const BsplineTileEl e = bspline_tile_el(t, a, el, false);
+      if (!e.in) continue;
+      SWISK_GLOBAL const T* g = grid + sk_u64(a.i0 + e.f) * p.n_knots;
+      SWISK_TG A* xv = xs + e.slot;
       A v[M + 1];
       const sk_i32 span = bspline_local_m<M>(*xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
       const bool ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
-      SWISK_TG A* s = stage + r * t.pitch + f * nb;
+      SWISK_TG A* s = stage + e.r * t.pitch + e.f * nb;
       const A fill = !ok ? sk_nan(A(0)) : span == -2 ? v[0] : A(0);
       for (sk_u32 j = 0; j < nb; ++j) s[j] = fill;
       if (ok && span >= 0)
@@ -361,8 +377,8 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
     }
     if (p.base)
       for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-        const sk_u32 r = el >> t.lf, f = el & (t.f - 1u);
-        if (r < a.rv && f < a.fv) out[(a.n0 + r) * p.width + a.i0 + f] = T(xs[r * (t.f + 1) + f]);
+        const BsplineTileEl e = bspline_tile_el(t, a, el, true);
+        if (e.in) out[(a.n0 + e.r) * p.width + a.i0 + e.f] = T(xs[e.slot]);
       }
     SWISK_BARRIER();
   }
@@ -409,7 +425,7 @@ SWISK_FN void bspline_contract_staged_body(SkIdx id, SWISK_CONST BsplineParams& 
     return;
   }
   const BsplineTile t = bspline_tile(p.n_basis, p.in, 2);
-  const sk_u32 nb = p.n_basis, rmask = (1u << t.lr) - 1u;
+  const sk_u32 nb = p.n_basis;
   SWISK_TG A* xs = stage + (t.pitch << t.lr);
   SWISK_TG A* gs = xs + ((t.f + 1) << t.lr);
   const sk_u64 tiles = bspline_tiles(p, 2);
@@ -423,31 +439,31 @@ SWISK_FN void bspline_contract_staged_body(SkIdx id, SWISK_CONST BsplineParams& 
     }
     if (p.base)
       for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-        const sk_u32 r = el >> t.lf, f = el & (t.f - 1u);
-        if (r < a.rv && f < a.fv) gs[r * (t.f + 1) + f] = A(grad[(a.n0 + r) * p.width + a.i0 + f]);
+        const BsplineTileEl e = bspline_tile_el(t, a, el, true);
+        if (e.in) gs[e.slot] = A(grad[(a.n0 + e.r) * p.width + a.i0 + e.f]);
       }
     SWISK_BARRIER();
     for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-      const sk_u32 r = el & rmask, f = el >> t.lr;
-      if (r >= a.rv || f >= a.fv) continue;
-      SWISK_GLOBAL const T* g = grid + sk_u64(a.i0 + f) * p.n_knots;
-      SWISK_TG A* xv = xs + r * (t.f + 1) + f;
+      const BsplineTileEl e = bspline_tile_el(t, a, el, false);
+      if (!e.in) continue;
+      SWISK_GLOBAL const T* g = grid + sk_u64(a.i0 + e.f) * p.n_knots;
+      SWISK_TG A* xv = xs + e.slot;
       A v[M + 1];
       const sk_i32 span = bspline_local_m<M>(*xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
       A acc = span == -2 ? v[0] : A(0);
-      SWISK_TG const A* o = stage + r * t.pitch + f * nb;
+      SWISK_TG const A* o = stage + e.r * t.pitch + e.f * nb;
       for (sk_i32 q = 0; q <= M; ++q) {
         const sk_i32 j = span - M + q;
         if (span >= 0 && j >= 0 && j < sk_i32(nb)) acc += o[j] * v[q];
       }
       if (!bspline_row_ok<A>(g, sk_i32(p.n_knots))) acc = sk_nan(acc);
-      if (p.base) acc += gs[r * (t.f + 1) + f] * sk_silu_deriv(*xv, sk_i32(p.deriv));
+      if (p.base) acc += gs[e.slot] * sk_silu_deriv(*xv, sk_i32(p.deriv));
       *xv = acc;
     }
     SWISK_BARRIER();
     for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-      const sk_u32 r = el >> t.lf, f = el & (t.f - 1u);
-      if (r < a.rv && f < a.fv) gx[(a.n0 + r) * p.in + a.i0 + f] = T(xs[r * (t.f + 1) + f]);
+      const BsplineTileEl e = bspline_tile_el(t, a, el, true);
+      if (e.in) gx[(a.n0 + e.r) * p.in + a.i0 + e.f] = T(xs[e.slot]);
     }
     SWISK_BARRIER();
   }
