@@ -1,6 +1,6 @@
-// CUDA entry points and launches of the sketch kernels (bodies: swisk/kernels/sketch.h, hadamard.h):
-// the generation kernel's grid-stride loop over a tile's work items (sketch_items), the FWHT's passes
-// and the SRHT's in/out kernels around them.
+// CUDA entry points and launches of the sketch kernels (bodies: swisk/kernels/sketch.h, sketch_sparse.h,
+// hadamard.h): the generation kernel's grid-stride loop over a tile's work items (sketch_items), the
+// sparse-sign passes, the FWHT's passes and the SRHT's in/out kernels around them.
 #include <vector>
 
 #include "launch.h"
@@ -88,6 +88,56 @@ static void srht(const SrhtArgs& a) {
   });
 }
 
+// Sparse-sign (sketch_sparse.h): x S^T from S sorted by rows, g S from the column table.
+__global__ void sparse_table_kernel(SparseParams p, sk_u32* work) {
+  SWISK_SHARED(sk_u32, taken, SWISK_SKETCH_THREADS * SWISK_SKETCH_MAX_NNZ);
+  sparse_table_body(cuda_idx(), p, work, taken);
+}
+__global__ void sparse_sort_kernel(SparseParams p, sk_u32* work) {
+  SWISK_SHARED(sk_u32, row_key, SWISK_SPARSE_SORT);
+  SWISK_SHARED(sk_u32, col_key, SWISK_SPARSE_SORT);
+  sparse_sort_body(cuda_idx(), p, work, row_key, col_key);
+}
+__global__ void sparse_count_kernel(SparseParams p, sk_u32* work) { sparse_count_body(cuda_idx(), p, work); }
+__global__ void sparse_scan_kernel(SparseParams p, sk_u32* work) {
+  SWISK_SHARED(sk_u32, sums, SWISK_SPARSE_THREADS);
+  sparse_scan_body(cuda_idx(), p, work, sums);
+}
+__global__ void sparse_gather_kernel(SparseParams p, sk_u32* work) { sparse_gather_body(cuda_idx(), p, work); }
+template <typename T>
+__global__ void sparse_apply_kernel(SparseParams p, const T* x, const sk_u32* work, T* out) {
+  sparse_apply_body<T>(cuda_idx(), p, x, work, out);
+}
+template <typename T>
+__global__ void sparse_apply_t_kernel(SparseParams p, const T* g, const sk_u32* work, T* out) {
+  sparse_apply_t_body<T>(cuda_idx(), p, g, work, out);
+}
+
+static void sparse_sketch(const SketchArgs& a) {
+  const SparseParams p = sparse_sketch_params(a);
+  if (p.rows == 0) return;
+  const char* op = a.transpose ? "sketch_transpose" : "sketch";
+  const DeviceGuard guard(op, a.x);
+  sk_u32* work = a.work.ptr<sk_u32>();
+  const dim3 threads(SWISK_SPARSE_THREADS);
+  const SkGrid per_row = sparse_grid(p.s.k, SWISK_SPARSE_THREADS);
+  if (a.transpose) {
+    SWISK_LAUNCH(sparse_table_kernel, to_dim3(sparse_grid(p.s.n, SWISK_SKETCH_THREADS)), dim3(SWISK_SKETCH_THREADS),
+                 a.launch.stream, p, work);
+  } else {
+    SWISK_LAUNCH(sparse_sort_kernel, to_dim3(sparse_sort_grid(p)), threads, a.launch.stream, p, work);
+    SWISK_LAUNCH(sparse_count_kernel, to_dim3(per_row), threads, a.launch.stream, p, work);
+    SWISK_LAUNCH(sparse_scan_kernel, dim3(1), threads, a.launch.stream, p, work);
+    SWISK_LAUNCH(sparse_gather_kernel, to_dim3(per_row), threads, a.launch.stream, p, work);
+  }
+  const SkGrid outs = sparse_grid(sk_u64(p.rows) * (a.transpose ? p.s.n : p.s.k), SWISK_SPARSE_THREADS);
+  dispatch_float<false>(a.x.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    auto* apply = a.transpose ? &sparse_apply_t_kernel<T> : &sparse_apply_kernel<T>;
+    SWISK_LAUNCH(apply, to_dim3(outs), threads, a.launch.stream, p, a.x.ptr<const T>(), work, a.out.ptr<T>());
+  });
+}
+
 static void generate(const SketchMatrixArgs& a) {
   const SketchParams p = sketch_params(a);
   if (sketch_items(p) == 0) return;
@@ -107,6 +157,8 @@ void register_sketch(Registry& r, Backend b) {
   r.add<FwhtArgs>("fwht", b, &fwht, &gpu_float_only<FwhtArgs>);
   r.add<SrhtArgs>("srht", b, &srht, &gpu_float_only<SrhtArgs>);
   r.add<SrhtArgs>("srht_transpose", b, &srht, &gpu_float_only<SrhtArgs>);
+  r.add<SketchArgs>("sketch", b, &sparse_sketch, &gpu_float_only<SketchArgs>);
+  r.add<SketchArgs>("sketch_transpose", b, &sparse_sketch, &gpu_float_only<SketchArgs>);
 }
 
 }  // namespace swisk::SWISK_CUDA_NS

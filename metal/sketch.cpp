@@ -1,5 +1,6 @@
-// Metal launch plan of the sketch generation kernel (metal/sketch.metal): a grid-stride dispatch of
-// SWISK_SKETCH_THREADS-thread threadgroups; slot 0 the tile, slot 1 the parameters.
+// Metal launch plans of the sketch kernels (metal/sketch.metal): the generation kernel (a grid-stride
+// dispatch of SWISK_SKETCH_THREADS-thread threadgroups; slot 0 the tile, slot 1 the parameters), the
+// sparse-sign passes, the FWHT and the SRHT.
 #include <string>
 #include <vector>
 
@@ -51,7 +52,29 @@ static void srht(const SrhtArgs& a) {
          make_plan(a, a.transpose ? "srht_t_out" : "srht_out", p, narrow, SWISK_FWHT_THREADS, 1, {&a.work, &a.out}));
 }
 
+// Sparse-sign (sketch_sparse.h): the table passes on work (slots work, parameters), then the product
+// (x, work, out, parameters).
+static void sparse_sketch(const SketchArgs& a) {
+  const SparseParams p = sparse_sketch_params(a);
+  if (p.rows == 0) return;
+  const SkGrid per_row = sparse_grid(p.s.k, SWISK_SPARSE_THREADS);
+  if (a.transpose) {
+    submit(a.launch, make_plan(a, "sparse_table", p, sparse_grid(p.s.n, SWISK_SKETCH_THREADS), SWISK_SKETCH_THREADS, 1,
+                               {&a.work}));
+  } else {
+    submit(a.launch, make_plan(a, "sparse_sort", p, sparse_sort_grid(p), SWISK_SPARSE_THREADS, 1, {&a.work}));
+    submit(a.launch, make_plan(a, "sparse_count", p, per_row, SWISK_SPARSE_THREADS, 1, {&a.work}));
+    submit(a.launch, make_plan(a, "sparse_scan", p, sk_tile_grid(1, 1), SWISK_SPARSE_THREADS, 1, {&a.work}));
+    submit(a.launch, make_plan(a, "sparse_gather", p, per_row, SWISK_SPARSE_THREADS, 1, {&a.work}));
+  }
+  const SkGrid outs = sparse_grid(sk_u64(p.rows) * (a.transpose ? p.s.n : p.s.k), SWISK_SPARSE_THREADS);
+  submit(a.launch, make_plan(a, a.transpose ? "sparse_apply_t" : "sparse_apply", p, outs, SWISK_SPARSE_THREADS, 1,
+                             {&a.x, &a.work, &a.out}));
+}
+
 void register_sketch(Registry& r, Backend b) {
+  r.add<SketchArgs>("sketch", b, &sparse_sketch, &gpu_float_only<SketchArgs>);
+  r.add<SketchArgs>("sketch_transpose", b, &sparse_sketch, &gpu_float_only<SketchArgs>);
   r.add<FwhtArgs>("fwht", b, &fwht, &gpu_float_only<FwhtArgs>);
   r.add<SrhtArgs>("srht", b, &srht, &gpu_float_only<SrhtArgs>);
   r.add<SrhtArgs>("srht_transpose", b, &srht, &gpu_float_only<SrhtArgs>);

@@ -1,6 +1,7 @@
-// Metal entry points of the sketch kernels (bodies: swisk/kernels/sketch.h and hadamard.h).
+// Metal entry points of the sketch kernels (bodies: swisk/kernels/sketch.h, sketch_sparse.h, hadamard.h).
 #include "swisk/kernels/metal_entry.h"
 #include "swisk/kernels/hadamard.h"
+#include "swisk/kernels/sketch_sparse.h"
 
 template <int K, typename T>
 kernel void sketch_matrix_k(device T* out [[buffer(0)]], constant SketchParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
@@ -84,3 +85,61 @@ SWISK_SKETCHES(SWISK_SKETCH_BF16)
 #undef SWISK_SKETCH_F16
 #undef SWISK_SKETCH_BF16
 #undef SWISK_SKETCH_INSTANTIATE
+
+// Sparse-sign: the table passes (slots work, parameters; one per dtype like the other passes, T unused),
+// then the product (x or g, work, out, parameters).
+template <typename T>
+kernel void sparse_table_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+  SWISK_SHARED(sk_u32, taken, SWISK_SKETCH_THREADS * SWISK_SKETCH_MAX_NNZ);
+  sparse_table_body(SWISK_METAL_IDX, p, work, taken);
+}
+template <typename T>
+kernel void sparse_sort_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+  SWISK_SHARED(sk_u32, row_key, SWISK_SPARSE_SORT);
+  SWISK_SHARED(sk_u32, col_key, SWISK_SPARSE_SORT);
+  sparse_sort_body(SWISK_METAL_IDX, p, work, row_key, col_key);
+}
+template <typename T>
+kernel void sparse_count_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+  sparse_count_body(SWISK_METAL_IDX, p, work);
+}
+template <typename T>
+kernel void sparse_scan_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+  SWISK_SHARED(sk_u32, sums, SWISK_SPARSE_THREADS);
+  sparse_scan_body(SWISK_METAL_IDX, p, work, sums);
+}
+template <typename T>
+kernel void sparse_gather_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+  sparse_gather_body(SWISK_METAL_IDX, p, work);
+}
+template <typename T>
+kernel void sparse_apply_k(device const T* x [[buffer(0)]], device const uint* work [[buffer(1)]], device T* out [[buffer(2)]],
+                           constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
+  sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out);
+}
+template <typename T>
+kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint* work [[buffer(1)]], device T* out [[buffer(2)]],
+                             constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
+  sparse_apply_t_body<T>(SWISK_METAL_IDX, p, g, work, out);
+}
+
+#define SWISK_SPARSE_PASS(name, T, S)                                                                     \
+  template SWISK_HOST_NAME("swisk_" #name "_" #S) kernel void name##_k<T>(device uint*, constant SparseParams&, \
+                                                                          SWISK_METAL_COORD_TYPES);
+#define SWISK_SPARSE_INSTANTIATE(T, S)                                                                          \
+  SWISK_SPARSE_PASS(sparse_table, T, S)                                                                         \
+  SWISK_SPARSE_PASS(sparse_sort, T, S)                                                                          \
+  SWISK_SPARSE_PASS(sparse_count, T, S)                                                                         \
+  SWISK_SPARSE_PASS(sparse_scan, T, S)                                                                          \
+  SWISK_SPARSE_PASS(sparse_gather, T, S)                                                                        \
+  template SWISK_HOST_NAME("swisk_sparse_apply_" #S) kernel void sparse_apply_k<T>(                             \
+      device const T*, device const uint*, device T*, constant SparseParams&, SWISK_METAL_COORD_TYPES);          \
+  template SWISK_HOST_NAME("swisk_sparse_apply_t_" #S) kernel void sparse_apply_t_k<T>(                         \
+      device const T*, device const uint*, device T*, constant SparseParams&, SWISK_METAL_COORD_TYPES);
+SWISK_SPARSE_INSTANTIATE(float, f32)
+SWISK_SPARSE_INSTANTIATE(half, f16)
+#if !defined(__METAL_VERSION__) || __METAL_VERSION__ >= 310
+SWISK_SPARSE_INSTANTIATE(bfloat, bf16)
+#endif
+#undef SWISK_SPARSE_INSTANTIATE
+#undef SWISK_SPARSE_PASS

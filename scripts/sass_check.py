@@ -36,6 +36,8 @@ BLOCK_THREADS = [
     ("fwht_shared_kernel<14", 512),
     ("fwht_", 256),  # SWISK_FWHT_THREADS
     ("srht_", 256),  # SWISK_FWHT_THREADS
+    ("sparse_table_", 128),  # SWISK_SKETCH_THREADS (its shared rows)
+    ("sparse_", 256),  # SWISK_SPARSE_THREADS
 ]
 
 # Dynamic shared memory per block (ptxas counts static arrays only), as the launch code gives it.

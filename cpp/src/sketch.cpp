@@ -68,6 +68,24 @@ SketchParams sketch_params(const SketchMatrixArgs& a) {
   return p;
 }
 
+SketchParams sketch_operator(const SketchArgs& a) {
+  const int64_t last = a.x.size(-1);
+  SketchMatrixArgs m;
+  m.kind = a.kind, m.k = a.transpose ? last : a.k, m.n = a.transpose ? a.n : last, m.seed = a.seed, m.nnz = a.nnz;
+  m.r1 = m.k, m.c1 = m.n;
+  return sketch_params(m);
+}
+
+SparseParams sparse_sketch_params(const SketchArgs& a) {
+  const SketchParams s = sketch_operator(a);
+  const int64_t last = a.x.size(-1);
+  // the entries' magnitude as S holds it in the op's dtype (sketch_matrix rounds the fp32 scale once)
+  const float mult = a.x.dtype == DType::f16    ? float(f16(s.scale))
+                     : a.x.dtype == DType::bf16 ? float(bf16(s.scale))
+                                                : s.scale;
+  return sparse_params(s, sk_u32(last == 0 ? 0 : a.x.numel() / last), mult);
+}
+
 std::unique_ptr<PreparedCall> sketch_matrix_prepare(const SketchMatrixArgs& a, Backend b) {
   const char* op = "sketch_matrix";
   check_operator(op, a.kind, a.k, a.n, a.seed, a.nnz);
@@ -92,14 +110,24 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
   check_backend(op, "x", a.x, b);
   const int64_t k = a.transpose ? a.x.size(-1) : a.k, n = a.transpose ? a.n : a.x.size(-1);
   check_operator(op, a.kind, k, n, a.seed, a.nnz);
-  // Sparse-sign on the CPU: its own kernel (nnz multiply-adds per column, cpu/sketch_sparse.h) while its
-  // column table (n x nnz entries, 8 bytes each) stays within 64 MiB and its k-side tile (k x 16 values)
-  // within 16 MiB; else, and for every other kind and backend, Python multiplies tiles of S with the
-  // vendor's GEMM.
-  const bool sparse = b == Backend::cpu && sketch_id(op, a.kind) == SK_SKETCH_sparse_sign &&
-                      k <= (int64_t(1) << 18) && n * a.nnz <= (int64_t(1) << 23);
+  const int64_t rows = a.x.size(-1) == 0 ? 0 : a.x.numel() / a.x.size(-1);
+  SWISK_CHECK(rows < (int64_t(1) << 32), value, op, "x", "at most 2^32 rows are supported");
+  // Sparse-sign runs swisk's kernels (nnz multiply-adds per column) while its column table (n x nnz
+  // entries) stays within 2^23 entries, and: on the CPU (cpu/sketch_sparse.h) its k-side tile (k x 16
+  // values) within 16 MiB; on the GPUs (sketch_sparse.h) the forward's workspace within 64 MiB. Else, and
+  // for every other kind, Python multiplies tiles of S with the vendor's GEMM.
+  const bool sparse_kind = sketch_id(op, a.kind) == SK_SKETCH_sparse_sign && n * a.nnz <= (int64_t(1) << 23);
+  int64_t words = 0;
+  if (sparse_kind && b != Backend::cpu) {  // the same bound for both directions: the forward's workspace
+    SketchParams s{};
+    s.k = sk_u32(k), s.n = sk_u32(n), s.nnz = sk_u32(a.nnz);
+    words = int64_t(sparse_work_words(sparse_params(s, 0, 1.0f), false));
+  }
+  const bool sparse = sparse_kind && (b == Backend::cpu ? k <= (int64_t(1) << 18) : words <= (int64_t(1) << 24));
   if (sparse && a.x.numel() > 0) check_contiguous(op, "x", a.x);
   auto c = sparse ? make_call(op, a, b) : make_plan_call(a, b, nullptr);
+  if (sparse && b != Backend::cpu && a.x.numel() > 0)
+    c->work = int64_t(sparse_work_words(sparse_sketch_params(a), a.transpose));
   std::vector<int64_t> shape(a.x.shape, a.x.shape + a.x.ndim);
   shape.back() = a.transpose ? n : k;
   c->outputs = {shape};

@@ -1,6 +1,7 @@
 // Sketch operators (swisk/kernels/sketch.h): Philox4x32-10's known answers, and the generation kernel
 // on every host backend (bitwise the same operator, tiles that agree with the whole, the entry rules).
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -117,41 +118,74 @@ TEST(Sketch, TilesAreBlocksOfTheWhole) {
   }
 }
 
-// The CPU's sparse-sign kernel (no S formed) is x S^T and g S with S from sketch_matrix, for row counts
-// around the 16 fp32 lanes, columns across its 4096-column tiles, and a k small enough for copies of
-// the k-side tile (k * 16 * 4 <= 8192 bytes) and one past it.
+// The sparse-sign kernels (no S formed) are x S^T and g S with S from sketch_matrix. The CPU's: row counts
+// around the 16 fp32 lanes, columns across its 4096-column tiles, a k small enough for copies of the
+// k-side tile (k * 16 * 4 <= 8192 bytes) and one past it. The GPUs' (both emulators): several sorted
+// chunks (2048 / nnz columns each, the last partial), rows with no entries (k > n nnz), nnz = k.
 TEST(Sketch, SparseSignKernelIsTheOperator) {
   struct Shape { int64_t rows, n, k, nnz; };
-  for (const Shape sh : {Shape{1, 9, 5, 2}, Shape{17, 4200, 129, 8}, Shape{33, 300, 7, 7}}) {
-    const int64_t rows = sh.rows, n = sh.n, k = sh.k;
-    const auto S = whole<float>(Backend::cpu, "sparse_sign", k, n, sh.nnz);
-    std::vector<float> x(size_t(rows * n)), g(size_t(rows * k));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.37 * double(i) + 0.1));
-    for (size_t i = 0; i < g.size(); ++i) g[i] = float(std::cos(0.91 * double(i)));
-    for (bool transpose : {false, true}) {
-      std::vector<float>& in = transpose ? g : x;
-      std::vector<float> out(size_t(rows * (transpose ? n : k)), 7.0f);
-      SketchArgs a;
-      a.x = make_view(in, {rows, transpose ? k : n});
-      a.out = make_view(out, {rows, transpose ? n : k});
-      a.kind = "sparse_sign";
-      a.k = k, a.n = n, a.seed = kSeed, a.nnz = sh.nnz, a.transpose = transpose;
-      a.launch.backend = Backend::cpu;
-      auto c = sketch_prepare(a, Backend::cpu);
-      EXPECT_FALSE(c->plan_only);
-      run_prepared(*c, transpose ? "sketch_transpose" : "sketch", {&a.x, &a.out});
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t o = 0; o < (transpose ? n : k); ++o) {
-          double want = 0;
-          if (transpose) {
-            for (int64_t i = 0; i < k; ++i) want += double(g[r * k + i]) * S[i * n + o];
-          } else {
-            for (int64_t j = 0; j < n; ++j) want += double(x[r * n + j]) * S[o * n + j];
+  for (const Backend be : kHost)
+    for (const Shape sh : {Shape{1, 9, 5, 2}, Shape{17, 4200, 129, 8}, Shape{33, 300, 7, 7}, Shape{2, 3, 40, 3}}) {
+      const int64_t rows = sh.rows, n = sh.n, k = sh.k;
+      if (be != Backend::cpu && rows * n > 20000) continue;  // the emulators: a smaller case
+      const auto S = whole<float>(Backend::cpu, "sparse_sign", k, n, sh.nnz);
+      std::vector<float> x(size_t(rows * n)), g(size_t(rows * k));
+      for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.37 * double(i) + 0.1));
+      for (size_t i = 0; i < g.size(); ++i) g[i] = float(std::cos(0.91 * double(i)));
+      for (bool transpose : {false, true}) {
+        std::vector<float>& in = transpose ? g : x;
+        std::vector<float> out(size_t(rows * (transpose ? n : k)), 7.0f);
+        SketchArgs a;
+        a.x = make_view(in, {rows, transpose ? k : n});
+        a.out = make_view(out, {rows, transpose ? n : k});
+        a.kind = "sparse_sign";
+        a.k = k, a.n = n, a.seed = kSeed, a.nnz = sh.nnz, a.transpose = transpose;
+        a.launch.backend = be;
+        auto c = sketch_prepare(a, be);
+        EXPECT_FALSE(c->plan_only);
+        std::vector<float> work(size_t(c->work), 5.0f);
+        a.work = make_view(work, {int64_t(work.size())});
+        run_prepared(*c, transpose ? "sketch_transpose" : "sketch", {&a.x, &a.out, &a.work});
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t o = 0; o < (transpose ? n : k); ++o) {
+            double want = 0;
+            if (transpose) {
+              for (int64_t i = 0; i < k; ++i) want += double(g[r * k + i]) * S[i * n + o];
+            } else {
+              for (int64_t j = 0; j < n; ++j) want += double(x[r * n + j]) * S[o * n + j];
+            }
+            EXPECT_NEAR(out[r * (transpose ? n : k) + o], want, 1e-4 * (1 + std::fabs(want)));
           }
-          EXPECT_NEAR(out[r * (transpose ? n : k) + o], want, 1e-4 * (1 + std::fabs(want)));
-        }
+      }
     }
-  }
+}
+
+// Which route prepare picks for sparse-sign (metadata only, no data): swisk's kernels within the
+// bounds, with the GPUs' workspace as sketch_sparse.h lays it out; tiles of S past them.
+TEST(Sketch, SparseSignRoutes) {
+  struct Case { Backend be; int64_t k, n, nnz; bool kernel; };
+  const Case cases[] = {
+      {Backend::cpu, 1000, 16384, 8, true},        {Backend::cpu, (1 << 18) + 1, 4096, 8, false},
+      {Backend::cpu, 16, (1 << 20) + 1, 8, false}, {Backend::cuda_emu, 1000, 16384, 8, true},
+      {Backend::metal_emu, 1000, 16384, 8, true},  {Backend::cuda_emu, 16, (1 << 20) + 1, 8, false},
+      {Backend::cuda_emu, 1 << 20, 1 << 16, 1, false},  // 32 chunks x (k + 1) row starts: past 2^24 words
+      {Backend::cuda_emu, (1 << 18) + 1, 4096, 8, true}};
+  std::vector<float> none;
+  for (const Case& t : cases)
+    for (bool transpose : {false, true}) {
+      SketchArgs a;
+      a.x = make_view(none, {3, transpose ? t.k : t.n});
+      a.kind = "sparse_sign";
+      a.k = t.k, a.n = t.n, a.seed = kSeed, a.nnz = t.nnz, a.transpose = transpose;
+      auto c = sketch_prepare(a, t.be);
+      EXPECT_EQ(c->plan_only, !t.kernel);
+      if (!t.kernel || t.be == Backend::cpu) continue;
+      const int64_t chunk = std::min<int64_t>(t.n, 2048 / t.nnz), chunks = (t.n + chunk - 1) / chunk;
+      int64_t sort = 1;
+      while (sort < chunk * t.nnz) sort *= 2;
+      const int64_t entries = t.n * t.nnz;
+      EXPECT_EQ(c->work, transpose ? entries : entries + (t.k + 1) * (chunks + 1) + chunks * sort);
+    }
 }
 
 // Sparse-sign: nnz distinct non-zeros of +-1/sqrt(nnz) in every column; CountSketch at nnz = 1; all

@@ -131,10 +131,7 @@ SK_CLONES_FLAT void sparse_transpose_rows(const SketchParams& p, const SparseCol
 inline void sparse_sketch(const SketchArgs& a) {
   const int64_t last = a.x.size(-1), rows = last == 0 ? 0 : a.x.numel() / last;
   if (rows == 0) return;
-  SketchMatrixArgs m;
-  m.kind = a.kind, m.k = a.transpose ? last : a.k, m.n = a.transpose ? a.n : last, m.seed = a.seed, m.nnz = a.nnz;
-  m.r1 = m.k, m.c1 = m.n;
-  const SketchParams p = sketch_params(m);
+  const SketchParams p = sketch_operator(a);
   const SparseColumns t = sparse_columns(p);
   dispatch_float<true>(a.x.dtype, a.transpose ? "sketch_transpose" : "sketch", [&](auto tag) {
     using T = decltype(tag);

@@ -32,6 +32,27 @@ void srht_tables_thunk(void* const* b, const void* p) {
   srht_tables_k<T>((float*)b[0], *(const SrhtParams*)p, SWISK_COORDS);
 }
 
+#define SWISK_SPARSE_THUNK(name)                             \
+  template <typename T>                                      \
+  void name##_thunk(void* const* b, const void* p) {         \
+    name##_k<T>((uint*)b[0], *(const SparseParams*)p, SWISK_COORDS); \
+  }
+SWISK_SPARSE_THUNK(sparse_table)
+SWISK_SPARSE_THUNK(sparse_sort)
+SWISK_SPARSE_THUNK(sparse_count)
+SWISK_SPARSE_THUNK(sparse_scan)
+SWISK_SPARSE_THUNK(sparse_gather)
+#undef SWISK_SPARSE_THUNK
+
+template <typename T>
+void sparse_apply_thunk(void* const* b, const void* p) {
+  sparse_apply_k<T>((const T*)b[0], (const uint*)b[1], (T*)b[2], *(const SparseParams*)p, SWISK_COORDS);
+}
+template <typename T>
+void sparse_apply_t_thunk(void* const* b, const void* p) {
+  sparse_apply_t_k<T>((const T*)b[0], (const uint*)b[1], (T*)b[2], *(const SparseParams*)p, SWISK_COORDS);
+}
+
 #define SWISK_SKETCH_EMU(K, N)                                                  \
   {"swisk_sketch_matrix_" #N "_f32", sketch_matrix_thunk<K, float>},            \
       {"swisk_sketch_matrix_" #N "_f16", sketch_matrix_thunk<K, half>},         \
@@ -40,4 +61,8 @@ void srht_tables_thunk(void* const* b, const void* p) {
   SWISK_SKETCHES(SWISK_SKETCH_EMU) SWISK_EMU_KERNEL(fwht_shared, fwht_shared_thunk),             \
       SWISK_EMU_KERNEL(fwht_stage, fwht_stage_thunk), SWISK_EMU_KERNEL(srht_in, srht_in_thunk),       \
       SWISK_EMU_KERNEL(srht_out, srht_out_thunk), SWISK_EMU_KERNEL(srht_t_in, srht_t_in_thunk),        \
-      SWISK_EMU_KERNEL(srht_t_out, srht_t_out_thunk), SWISK_EMU_KERNEL(srht_tables, srht_tables_thunk),
+      SWISK_EMU_KERNEL(srht_t_out, srht_t_out_thunk), SWISK_EMU_KERNEL(srht_tables, srht_tables_thunk),    \
+      SWISK_EMU_KERNEL(sparse_table, sparse_table_thunk), SWISK_EMU_KERNEL(sparse_sort, sparse_sort_thunk),   \
+      SWISK_EMU_KERNEL(sparse_count, sparse_count_thunk), SWISK_EMU_KERNEL(sparse_scan, sparse_scan_thunk),   \
+      SWISK_EMU_KERNEL(sparse_gather, sparse_gather_thunk), SWISK_EMU_KERNEL(sparse_apply, sparse_apply_thunk), \
+      SWISK_EMU_KERNEL(sparse_apply_t, sparse_apply_t_thunk),

@@ -1,7 +1,7 @@
 """The sketch family: seeded operators S (k x n) whose entries are a pure function of (seed, row,
 column). sketch_matrix generates a tile of S in swisk's kernels; sketch (x S^T) and its transpose
-(g S) multiply bounded column tiles of S with torch's GEMM (C++ prepare says so), except sparse-sign on
-the CPU, which has a kernel of its own. The backward reuses the forward's S when it was one tile
+(g S) multiply bounded column tiles of S with torch's GEMM (C++ prepare says so), except sparse-sign,
+which has kernels of its own on every backend. The backward reuses the forward's S when it was one tile
 (within the workspace bound), else regenerates it."""
 from __future__ import annotations
 
@@ -268,8 +268,9 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
     """x (..., n) -> x S^T (..., k) with S = sketch_matrix(kind, k, n, seed, x.dtype, x.device, nnz).
 
     S is generated in column tiles of at most swisk.config's workspace_bytes and multiplied by torch's
-    GEMM; it is never held whole when larger. A sparse-sign S on the CPU is not formed at all: swisk's
-    kernel adds each input value into its column's nnz outputs (k <= 2^18, n * nnz <= 2^23). The gradient is the exact transpose (g S, with the
+    GEMM; it is never held whole when larger. A sparse-sign S is not formed at all: swisk's kernels
+    take nnz multiply-adds per input value (n * nnz <= 2^23; on the CPU k <= 2^18, on the GPUs a
+    workspace of at most 64 MiB for S sorted by rows). The gradient is the exact transpose (g S, with the
     forward's S when it was one tile, else regenerated), itself differentiable (double backward);
     forward-mode tangents are the sketch of the tangent.
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "swisk/kernels/hadamard.h"
+#include "swisk/kernels/sketch_sparse.h"
 #include "swisk/call.h"
 
 namespace swisk {
@@ -25,17 +26,18 @@ struct SketchMatrixArgs {
 };
 
 // x (..., n) -> out (..., k) = x S^T (transpose = false), or x (..., k) -> out (..., n) = x S
-// (transpose = true, n given). Validated here; Python multiplies tiles of S (from sketch_matrix).
+// (transpose = true, n given). Validated here; sparse-sign runs swisk's kernels (work: the GPUs' tables,
+// sketch_sparse.h), the other kinds Python's tiles of S (from sketch_matrix) and torch's GEMM.
 struct SketchArgs {
-  TensorView x, out;
+  TensorView x, out, work;
   std::string kind;
   int64_t k = 0, n = 0, seed = 0, nnz = 8;
   bool transpose = false;
   Launch launch;
   static constexpr int kInputs = 1;
-  static constexpr bool kWork = false;
+  static constexpr bool kWork = true;
   using A = SketchArgs;
-  static constexpr TensorView A::* kTensors[] = {&A::x, &A::out};
+  static constexpr TensorView A::* kTensors[] = {&A::x, &A::out, &A::work};
 };
 
 // x (..., n) -> out = scale * H_n x along the last dimension, n a power of two.
@@ -79,6 +81,9 @@ void fwht(const FwhtArgs& args);
 
 // The kernel parameters of a validated tile request.
 SketchParams sketch_params(const SketchMatrixArgs& a);
+// The whole operator a validated sketch call applies (k x n), and its GPU chunking (sketch_sparse.h).
+SketchParams sketch_operator(const SketchArgs& a);
+SparseParams sparse_sketch_params(const SketchArgs& a);
 // The GPU passes of a validated transform: the chunk pass (distances up to 2^(max_chunk_log2 - 1)),
 // then one register pass per 5 further distances; the scale sits in the last.
 std::vector<FwhtParams> fwht_passes(int64_t rows, int64_t n, double scale, int max_chunk_log2);
