@@ -106,7 +106,8 @@ __global__ void sparse_scan_kernel(SparseParams p, sk_u32* work) {
 __global__ void sparse_gather_kernel(SparseParams p, sk_u32* work) { sparse_gather_body(cuda_idx(), p, work); }
 template <typename T>
 __global__ void sparse_apply_kernel(SparseParams p, const T* x, const sk_u32* work, T* out) {
-  sparse_apply_body<T>(cuda_idx(), p, x, work, out);
+  SWISK_SHARED(float, xs, SWISK_SPARSE_ROWS * SWISK_SPARSE_COLS);
+  sparse_apply_body<T>(cuda_idx(), p, x, work, out, xs);
 }
 template <typename T>
 __global__ void sparse_apply_t_kernel(SparseParams p, const T* g, const sk_u32* work, T* out) {
@@ -130,7 +131,7 @@ static void sparse_sketch(const SketchArgs& a) {
     SWISK_LAUNCH(sparse_scan_kernel, dim3(1), threads, a.launch.stream, p, work);
     SWISK_LAUNCH(sparse_gather_kernel, to_dim3(per_row), threads, a.launch.stream, p, work);
   }
-  const SkGrid outs = sparse_grid(sk_u64(p.rows) * (a.transpose ? p.s.n : p.s.k), SWISK_SPARSE_THREADS);
+  const SkGrid outs = sparse_apply_grid(p, a.transpose);
   dispatch_float<false>(a.x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     auto* apply = a.transpose ? &sparse_apply_t_kernel<T> : &sparse_apply_kernel<T>;

@@ -67,7 +67,7 @@ static void sparse_sketch(const SketchArgs& a) {
     submit(a.launch, make_plan(a, "sparse_scan", p, sk_tile_grid(1, 1), SWISK_SPARSE_THREADS, 1, {&a.work}));
     submit(a.launch, make_plan(a, "sparse_gather", p, per_row, SWISK_SPARSE_THREADS, 1, {&a.work}));
   }
-  const SkGrid outs = sparse_grid(sk_u64(p.rows) * (a.transpose ? p.s.n : p.s.k), SWISK_SPARSE_THREADS);
+  const SkGrid outs = sparse_apply_grid(p, a.transpose);
   submit(a.launch, make_plan(a, a.transpose ? "sparse_apply_t" : "sparse_apply", p, outs, SWISK_SPARSE_THREADS, 1,
                              {&a.x, &a.work, &a.out}));
 }

@@ -115,7 +115,8 @@ kernel void sparse_gather_k(device uint* work [[buffer(0)]], constant SparsePara
 template <typename T>
 kernel void sparse_apply_k(device const T* x [[buffer(0)]], device const uint* work [[buffer(1)]], device T* out [[buffer(2)]],
                            constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
-  sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out);
+  SWISK_SHARED(float, xs, SWISK_SPARSE_ROWS * SWISK_SPARSE_COLS);
+  sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out, xs);
 }
 template <typename T>
 kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint* work [[buffer(1)]], device T* out [[buffer(2)]],

@@ -121,11 +121,13 @@ TEST(Sketch, TilesAreBlocksOfTheWhole) {
 // The sparse-sign kernels (no S formed) are x S^T and g S with S from sketch_matrix. The CPU's: row counts
 // around the 16 fp32 lanes, columns across its 4096-column tiles, a k small enough for copies of the
 // k-side tile (k * 16 * 4 <= 8192 bytes) and one past it. The GPUs' (both emulators): several sorted
-// chunks (2048 / nnz columns each, the last partial), rows with no entries (k > n nnz), nnz = k.
+// chunks (2048 / nnz columns each, the last partial), rows with no entries (k > n nnz), nnz = k, groups
+// of 8 rows (the last partial), several 1024-column tiles of x.
 TEST(Sketch, SparseSignKernelIsTheOperator) {
   struct Shape { int64_t rows, n, k, nnz; };
   for (const Backend be : kHost)
-    for (const Shape sh : {Shape{1, 9, 5, 2}, Shape{17, 4200, 129, 8}, Shape{33, 300, 7, 7}, Shape{2, 3, 40, 3}}) {
+    for (const Shape sh : {Shape{1, 9, 5, 2}, Shape{17, 4200, 129, 8}, Shape{33, 300, 7, 7}, Shape{2, 3, 40, 3},
+                           Shape{9, 2100, 20, 4}}) {
       const int64_t rows = sh.rows, n = sh.n, k = sh.k;
       if (be != Backend::cpu && rows * n > 20000) continue;  // the emulators: a smaller case
       const auto S = whole<float>(Backend::cpu, "sparse_sign", k, n, sh.nnz);

@@ -170,45 +170,83 @@ SWISK_FN void sparse_gather_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GL
   }
 }
 
-// x S^T: a thread per output (r, i), consecutive threads on consecutive i.
+// The products take SWISK_SPARSE_ROWS rows of x or g per thread: S's words are read once per group of
+// rows, and a thread's sums are a register row.
+#define SWISK_SPARSE_ROWS 8
+#define SWISK_SPARSE_COLS 1024  // x S^T: columns of the rows' shared tile (32 KiB of fp32)
+
+#if defined(SWISK_BARRIER)
+// x S^T: a block per (group of rows, SWISK_SPARSE_THREADS outputs i), a thread per i. The rows' values go
+// through shared memory a column tile at a time; each thread walks its row of S (ascending columns) from
+// tile to tile, so every sum runs in S's column order. xs: SWISK_SPARSE_ROWS x SWISK_SPARSE_COLS floats.
 template <typename T>
 SWISK_FN void sparse_apply_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const T* x,
-                                SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out) {
-  const sk_u64 stride = sk_u64(id.gdx) * id.bdx, items = sk_u64(p.rows) * p.s.k;
-  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < items; e += stride) {
-    const sk_u32 i = sk_u32(e % p.s.k);
-    SWISK_GLOBAL const T* row = x + (e / p.s.k) * p.s.n;
-    const sk_u32 q0 = work[sparse_ptr_at(p) + i], q1 = work[sparse_ptr_at(p) + i + 1u];
-    float acc = 0.0f;
-    for (sk_u32 q = q0; q < q1; ++q) {
-      const sk_u32 w = work[q];
-      acc += sparse_signed(w, float(row[w & ~SWISK_SPARSE_SIGN]));
+                                SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* xs) {
+  const sk_u32 R = SWISK_SPARSE_ROWS, C = SWISK_SPARSE_COLS, n = p.s.n, k = p.s.k;
+  const sk_u32 groups = (p.rows + R - 1u) / R, outs = (k + id.bdx - 1u) / id.bdx;
+  SWISK_GLOBAL const sk_u32* ptr = work + sparse_ptr_at(p);
+  for (sk_u32 gr = id.by; gr < groups; gr += id.gdy)
+    for (sk_u32 ob = id.bx; ob < outs; ob += id.gdx) {
+      const sk_u32 b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R, i = ob * id.bdx + id.tx;
+      sk_u32 q = i < k ? ptr[i] : 0u;
+      const sk_u32 q1 = i < k ? ptr[i + 1u] : 0u;
+      float acc[SWISK_SPARSE_ROWS];
+      SWISK_UNROLL
+      for (sk_u32 r = 0; r < R; ++r) acc[r] = 0.0f;
+      for (sk_u32 c0 = 0; c0 < n; c0 += C) {
+        const sk_u32 cols = n - c0 < C ? n - c0 : C;
+        SWISK_BARRIER();  // the previous tile is consumed
+        for (sk_u32 e = id.tx; e < nr * C; e += id.bdx)
+          if (e % C < cols) xs[e] = float(x[sk_u64(b0 + e / C) * n + c0 + e % C]);
+        SWISK_BARRIER();
+        for (; q < q1; ++q) {
+          const sk_u32 w = work[q], c = (w & ~SWISK_SPARSE_SIGN) - c0;
+          if (c >= cols) break;
+          SWISK_UNROLL
+          for (sk_u32 r = 0; r < R; ++r)
+            if (r < nr) acc[r] += sparse_signed(w, xs[r * C + c]);
+        }
+      }
+      if (i < k)
+        for (sk_u32 r = 0; r < nr; ++r) out[sk_u64(b0 + r) * k + i] = T(acc[r] * p.mult);
     }
-    out[e] = T(acc * p.mult);
-  }
 }
+#endif
 
-// g S: a thread per output (r, j), consecutive threads on consecutive j.
+// g S: a thread per (group of rows, column j), consecutive threads on consecutive j: column j's nnz words,
+// each adding the rows' values at its row.
 template <typename T>
 SWISK_FN void sparse_apply_t_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const T* g,
                                   SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out) {
-  const sk_u64 stride = sk_u64(id.gdx) * id.bdx, items = sk_u64(p.rows) * p.s.n;
-  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < items; e += stride) {
-    const sk_u32 j = sk_u32(e % p.s.n);
-    SWISK_GLOBAL const T* row = g + (e / p.s.n) * p.s.k;
-    float acc = 0.0f;
-    for (sk_u32 m = 0; m < p.s.nnz; ++m) {
-      const sk_u32 w = work[sk_u64(m) * p.s.n + j];
-      acc += sparse_signed(w, float(row[w & ~SWISK_SPARSE_SIGN]));
+  const sk_u32 R = SWISK_SPARSE_ROWS, n = p.s.n, k = p.s.k;
+  const sk_u32 groups = (p.rows + R - 1u) / R, blocks = (n + id.bdx - 1u) / id.bdx;
+  for (sk_u32 gr = id.by; gr < groups; gr += id.gdy)
+    for (sk_u32 jb = id.bx; jb < blocks; jb += id.gdx) {
+      const sk_u32 b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R, j = jb * id.bdx + id.tx;
+      if (j >= n) continue;
+      float acc[SWISK_SPARSE_ROWS];
+      SWISK_UNROLL
+      for (sk_u32 r = 0; r < R; ++r) acc[r] = 0.0f;
+      for (sk_u32 m = 0; m < p.s.nnz; ++m) {
+        const sk_u32 w = work[sk_u64(m) * n + j];
+        SWISK_GLOBAL const T* at = g + sk_u64(b0) * k + (w & ~SWISK_SPARSE_SIGN);
+        SWISK_UNROLL
+        for (sk_u32 r = 0; r < R; ++r)
+          if (r < nr) acc[r] += sparse_signed(w, float(at[sk_u64(r) * k]));
+      }
+      for (sk_u32 r = 0; r < nr; ++r) out[sk_u64(b0 + r) * n + j] = T(acc[r] * p.mult);
     }
-    out[e] = T(acc * p.mult);
-  }
 }
 
-// Grids: grid-stride over items, at most 4096 blocks of SWISK_SPARSE_THREADS (the table kernel:
-// SWISK_SKETCH_THREADS, for its shared rows); a block per chunk; one block for the scan.
+// Grids: the table passes grid-stride over items, at most 4096 blocks of SWISK_SPARSE_THREADS (the
+// table kernel: SWISK_SKETCH_THREADS, for its shared rows); a block per chunk; one block for the scan;
+// the products (blocks of outputs, groups of rows): a row group's blocks launch together (x fastest),
+// sharing its rows in L2.
 SWISK_HD SkGrid sparse_grid(sk_u64 items, sk_u32 threads) {
   const sk_u64 blocks = sk_tiles(items, threads);
   return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
 }
 SWISK_HD SkGrid sparse_sort_grid(SWISK_CONST SparseParams& p) { return sk_tile_grid(p.chunks > 4096 ? 4096 : p.chunks, 1); }
+SWISK_HD SkGrid sparse_apply_grid(SWISK_CONST SparseParams& p, bool transpose) {
+  return sk_tile_grid(sk_tiles(transpose ? p.s.n : p.s.k, SWISK_SPARSE_THREADS), sk_tiles(p.rows, SWISK_SPARSE_ROWS));
+}
