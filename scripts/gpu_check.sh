@@ -72,9 +72,13 @@ wait $rest
 rc=$?; [ "$rc" = 0 ] || status=1
 note "pytest (cpu, emulators): exit $rc: $(tail -1 "$results/pytest-rest.log")"
 
-# 4. (SWISK_GPU_NCU_S > 0) Nsight Compute on the basis expansion and the FWHT at the bench's sizes
+# 4. Each kernel's time against a copy (scripts/gpu_kernels.py); then (SWISK_GPU_NCU_S > 0) Nsight
+# Compute on the basis expansion, the FWHT and the sparse-sign passes at the bench's sizes
+timeout -k 5 120 python3 scripts/gpu_kernels.py --calls 7 >"$results/kernels.txt" 2>&1
+note "kernels: exit $?"
+sed 's/^/  /' "$results/kernels.txt" >>"$summary"
 if [ "${SWISK_GPU_NCU_S:-0}" -gt 0 ]; then
-  timeout -k 5 "$SWISK_GPU_NCU_S" ncu --kernel-name regex:'expand|fwht' --launch-skip 1 --launch-count 8 \
+  timeout -k 5 "$SWISK_GPU_NCU_S" ncu --kernel-name regex:'expand|fwht|sparse' --launch-skip 1 --launch-count 12 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     python3 scripts/gpu_kernels.py --calls 2 >"$results/ncu.txt" 2>&1
   note "ncu: exit $? ($(grep -c 'Duration' "$results/ncu.txt") kernels read)"

@@ -1,5 +1,5 @@
 """Runs swisk's kernels at the bench's GPU sizes, a few calls each, for a profiler to read:
-    ncu --kernel-name regex:'expand|fwht' --launch-skip 2 --launch-count 4 \\
+    ncu --kernel-name regex:'expand|fwht|sparse' --launch-skip 2 --launch-count 4 \\
         --section SpeedOfLight --section Occupancy --section WarpStateStats python scripts/gpu_kernels.py
 Prints each case's median time (CUDA events) and its bytes per second against a same-size copy.
 usage: python scripts/gpu_kernels.py [--case NAME ...] [--calls 5] [--device cuda]"""
@@ -30,12 +30,22 @@ def _fwht(dtype, n=32768):
     return (lambda: swisk.ops.fwht(x)), 2 * x.numel()
 
 
+def _sparse(dtype, transpose=False, b=4096, n=16384, k=1024, nnz=8):
+    """Sparse-sign x S^T (or g S): swisk's table passes and product; its bytes are the input's and output's."""
+    x = torch.randn(b, k if transpose else n, device=DEV, dtype=dtype)
+    if transpose:
+        return (lambda: torch.ops.swisk.sketch_transpose(x, "sparse_sign", n, 1234, nnz)), b * (n + k)
+    return (lambda: swisk.ops.sparse_sign_sketch(x, k, nnz, 1234)), b * (n + k)
+
+
 DEV = torch.device("cuda")
 CASES = {
     "basis_f32": lambda: _basis(torch.float32), "basis_bf16": lambda: _basis(torch.bfloat16),
     "expand_f32": lambda: _expand(torch.float32), "expand_bf16": lambda: _expand(torch.bfloat16),
     "fwht_4096": lambda: _fwht(torch.float32, 4096), "fwht_8192": lambda: _fwht(torch.float32, 8192),
     "fwht_16384": lambda: _fwht(torch.float32, 16384), "fwht_32768": lambda: _fwht(torch.float32, 32768),
+    "sparse_f32": lambda: _sparse(torch.float32), "sparse_bf16": lambda: _sparse(torch.bfloat16),
+    "sparse_t_f32": lambda: _sparse(torch.float32, True),
 }
 
 
