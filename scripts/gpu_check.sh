@@ -6,7 +6,8 @@
 #   SWISK_WHEEL=path   install this wheel (built elsewhere for this GPU, the checkout's Python files over
 #                      its own) instead of building here
 #                      (the build uses the machine's own tools: pip install --no-build-isolation)
-#   SWISK_GPU_TESTS_S, SWISK_GPU_BENCH_S, SWISK_GPU_SANITIZER_S, SWISK_GPU_NCU_S: phase limits in seconds
+#   SWISK_GPU_TESTS_S, SWISK_GPU_BENCH_S, SWISK_GPU_SANITIZER_S, SWISK_GPU_KERNELS_S, SWISK_GPU_NCU_S: phase
+#   limits in seconds
 #   (SWISK_GPU_NCU_S: 0, the default, skips the profiler)
 # A wheel for an H100/H200 built on another machine (CPython 3.12 there; abi3 serves 3.12 and later):
 #   python3.12 -m pip wheel --no-build-isolation --no-deps -w .whl . -Ccmake.define.SWISK_CUDA_ARCHS=90a-real \
@@ -74,7 +75,7 @@ note "pytest (cpu, emulators): exit $rc: $(tail -1 "$results/pytest-rest.log")"
 
 # 4. Each kernel's time against a copy (scripts/gpu_kernels.py); then (SWISK_GPU_NCU_S > 0) Nsight
 # Compute on the basis expansion, the FWHT and the sparse-sign passes at the bench's sizes
-timeout -k 5 120 python3 scripts/gpu_kernels.py --calls 7 >"$results/kernels.txt" 2>&1
+timeout -k 5 "${SWISK_GPU_KERNELS_S:-60}" python3 scripts/gpu_kernels.py --calls 7 >"$results/kernels.txt" 2>&1
 note "kernels: exit $?"
 sed 's/^/  /' "$results/kernels.txt" >>"$summary"
 if [ "${SWISK_GPU_NCU_S:-0}" -gt 0 ]; then
