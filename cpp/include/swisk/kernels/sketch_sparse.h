@@ -54,7 +54,8 @@ SWISK_HD SparseParams sparse_params(SketchParams s, sk_u32 rows, float mult) {
 
 // An entry word from a pick's row or column and its value's sign.
 SWISK_FN sk_u32 sparse_word(sk_u32 index, float v) { return v < 0.0f ? index | SWISK_SPARSE_SIGN : index; }
-SWISK_FN float sparse_signed(sk_u32 w, float v) { return (w & SWISK_SPARSE_SIGN) ? -v : v; }
+// The word's sign as +-1 (a product with it is exact: the sums round as adds of +-v would).
+SWISK_FN float sparse_sign_of(sk_u32 w) { return (w & SWISK_SPARSE_SIGN) ? -1.0f : 1.0f; }
 
 // g S's table: a thread per column, its steps' rows in taken (SWISK_SKETCH_MAX_NNZ per thread, pitch bdx).
 SWISK_FN void sparse_table_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL sk_u32* work,
@@ -177,12 +178,13 @@ SWISK_FN void sparse_gather_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GL
 
 #if defined(SWISK_BARRIER)
 // x S^T: a block per (group of rows, SWISK_SPARSE_THREADS outputs i), a thread per i. The rows' values go
-// through shared memory a column tile at a time; each thread walks its row of S (ascending columns) from
-// tile to tile, so every sum runs in S's column order. xs: SWISK_SPARSE_ROWS x SWISK_SPARSE_COLS floats.
+// through shared memory a column tile at a time (rows past x's end as zeros, so no row needs a guard);
+// each thread walks its row of S (ascending columns) from tile to tile, so every sum runs in S's column
+// order, its next word loaded while the current one is applied. xs: SWISK_SPARSE_ROWS x SWISK_SPARSE_COLS.
 template <typename T>
 SWISK_FN void sparse_apply_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const T* x,
                                 SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* xs) {
-  const sk_u32 R = SWISK_SPARSE_ROWS, C = SWISK_SPARSE_COLS, n = p.s.n, k = p.s.k;
+  const sk_u32 R = SWISK_SPARSE_ROWS, C = SWISK_SPARSE_COLS, n = p.s.n, k = p.s.k, end = 0x7fffffffu;
   const sk_u32 groups = (p.rows + R - 1u) / R, outs = (k + id.bdx - 1u) / id.bdx;
   SWISK_GLOBAL const sk_u32* ptr = work + sparse_ptr_at(p);
   for (sk_u32 gr = id.by; gr < groups; gr += id.gdy)
@@ -190,25 +192,30 @@ SWISK_FN void sparse_apply_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLO
       const sk_u32 b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R, i = ob * id.bdx + id.tx;
       sk_u32 q = i < k ? ptr[i] : 0u;
       const sk_u32 q1 = i < k ? ptr[i + 1u] : 0u;
+      sk_u32 w = q < q1 ? work[q] : end;  // the entry at q; past the row's last, a column past every tile
       float acc[SWISK_SPARSE_ROWS];
       SWISK_UNROLL
       for (sk_u32 r = 0; r < R; ++r) acc[r] = 0.0f;
       for (sk_u32 c0 = 0; c0 < n; c0 += C) {
         const sk_u32 cols = n - c0 < C ? n - c0 : C;
         SWISK_BARRIER();  // the previous tile is consumed
-        for (sk_u32 e = id.tx; e < nr * C; e += id.bdx)
-          if (e % C < cols) xs[e] = float(x[sk_u64(b0 + e / C) * n + c0 + e % C]);
+        for (sk_u32 e = id.tx; e < R * C; e += id.bdx)
+          if (e % C < cols) xs[e] = e / C < nr ? float(x[sk_u64(b0 + e / C) * n + c0 + e % C]) : 0.0f;
         SWISK_BARRIER();
-        for (; q < q1; ++q) {
-          const sk_u32 w = work[q], c = (w & ~SWISK_SPARSE_SIGN) - c0;
+        for (;;) {
+          const sk_u32 c = (w & ~SWISK_SPARSE_SIGN) - c0;
           if (c >= cols) break;
+          const sk_u32 next = q + 1u < q1 ? work[q + 1u] : end;
+          const float sign = sparse_sign_of(w);
           SWISK_UNROLL
-          for (sk_u32 r = 0; r < R; ++r)
-            if (r < nr) acc[r] += sparse_signed(w, xs[r * C + c]);
+          for (sk_u32 r = 0; r < R; ++r) acc[r] = sk_fma(sign, xs[r * C + c], acc[r]);
+          ++q;
+          w = next;
         }
       }
-      if (i < k)
-        for (sk_u32 r = 0; r < nr; ++r) out[sk_u64(b0 + r) * k + i] = T(acc[r] * p.mult);
+      SWISK_UNROLL
+      for (sk_u32 r = 0; r < R; ++r)
+        if (i < k && r < nr) out[sk_u64(b0 + r) * k + i] = T(acc[r] * p.mult);
     }
 }
 #endif
@@ -229,12 +236,15 @@ SWISK_FN void sparse_apply_t_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_G
       for (sk_u32 r = 0; r < R; ++r) acc[r] = 0.0f;
       for (sk_u32 m = 0; m < p.s.nnz; ++m) {
         const sk_u32 w = work[sk_u64(m) * n + j];
+        const float sign = sparse_sign_of(w);
         SWISK_GLOBAL const T* at = g + sk_u64(b0) * k + (w & ~SWISK_SPARSE_SIGN);
         SWISK_UNROLL
         for (sk_u32 r = 0; r < R; ++r)
-          if (r < nr) acc[r] += sparse_signed(w, float(at[sk_u64(r) * k]));
+          if (r < nr) acc[r] = sk_fma(sign, float(at[sk_u64(r) * k]), acc[r]);
       }
-      for (sk_u32 r = 0; r < nr; ++r) out[sk_u64(b0 + r) * n + j] = T(acc[r] * p.mult);
+      SWISK_UNROLL
+      for (sk_u32 r = 0; r < R; ++r)
+        if (r < nr) out[sk_u64(b0 + r) * n + j] = T(acc[r] * p.mult);
     }
 }
 
