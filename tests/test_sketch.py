@@ -234,6 +234,23 @@ def test_sparse_sign_takes_no_tiles(backend, monkeypatch, rng, dtype):
     assert shapes == [] and getattr(x, "_swisk_sketch", None) is None
 
 
+def test_sparse_sign_tables_follow_the_operator(rng):
+    """The CPU keeps the column tables of the last operators: calls alternating between operators that
+    differ in one of (seed's low word, seed's high word, k, n, nnz) each apply their own S, and a
+    repeated call gives the same bits."""
+    base = (5, 40, 300, 3)  # seed, k, n, nnz
+    variants = [base, (6, 40, 300, 3), (5 + 2**40, 40, 300, 3), (5, 41, 300, 3), (5, 40, 301, 3), (5, 40, 300, 4)]
+    for seed, k, n, nnz in variants * 2:
+        S = ref.sketch_matrix("sparse_sign", k, n, seed, torch.float64, "cpu", nnz)
+        x = torch.randn(3, n, generator=rng, dtype=torch.float64)
+        g = torch.randn(3, k, generator=rng, dtype=torch.float64)
+        y = swisk.ops.sparse_sign_sketch(x, k, nnz, seed)
+        gx = torch.ops.swisk.sketch_transpose(g, "sparse_sign", n, seed, nnz)
+        torch.testing.assert_close(y, x @ S.T, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(gx, g @ S, rtol=1e-12, atol=1e-12)
+        assert torch.equal(swisk.ops.sparse_sign_sketch(x, k, nnz, seed), y)
+
+
 def test_sparse_sign_past_the_table_bound_takes_tiles(monkeypatch, rng):
     """Past the column table's bound (n * nnz > 2^23): tiles of S and torch's GEMM, the same operator."""
     shapes, _ = _spy_tiles(monkeypatch)

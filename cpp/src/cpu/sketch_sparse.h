@@ -1,12 +1,16 @@
 // Sparse-sign sketches on the CPU without forming S: x S^T and g S cost nnz multiply-adds per input
 // column instead of a dense GEMM's k. A table holds every column's rows and values (the header's
-// sampling, so the same S as sketch_matrix), then blocks of L rows (one per vector lane) go through
-// column-major tiles: x S^T adds val * x[:, j] into the tile rows of column j's entries (a vector of L
-// rows per add), g S gathers them. Each row's sums run in the same order whatever the thread count.
+// sampling, so the same S as sketch_matrix; the last few tables kept for the next calls), then blocks
+// of L rows (one per vector lane) go through column-major tiles: x S^T adds val * x[:, j] into the tile
+// rows of column j's entries (a vector of L rows per add), g S gathers them. Each row's sums run in the
+// same order whatever the thread count.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "parallel.h"
@@ -51,6 +55,44 @@ inline SparseColumns sparse_columns(const SketchParams& p) {
     }
   });
   return t;
+}
+
+// The tables of the operators applied last, at most kTableCacheBytes in all: a layer or a solver applies
+// one operator call after call, and its backward the same operator's transpose, so only the first call
+// pays for the table. Keyed by everything a table is a pure function of: (seed, k, n, nnz).
+constexpr size_t kTableCacheBytes = size_t(32) << 20;
+
+inline std::shared_ptr<const SparseColumns> cached_columns(const SketchParams& p) {
+  struct Entry {
+    sk_u32 seed_lo, seed_hi, k, n, nnz;
+    std::shared_ptr<const SparseColumns> table;
+  };
+  static std::mutex mu;
+  static std::list<Entry> recent;  // most recent first
+  const auto same = [&](const Entry& e) {
+    return e.seed_lo == p.seed_lo && e.seed_hi == p.seed_hi && e.k == p.k && e.n == p.n && e.nnz == p.nnz;
+  };
+  const auto bytes = [](const Entry& e) { return size_t(e.n) * e.nnz * (sizeof(sk_u32) + sizeof(float)); };
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    for (auto it = recent.begin(); it != recent.end(); ++it)
+      if (same(*it)) {
+        recent.splice(recent.begin(), recent, it);
+        return recent.front().table;
+      }
+  }
+  auto table = std::make_shared<const SparseColumns>(sparse_columns(p));  // outside the lock
+  Entry e{p.seed_lo, p.seed_hi, p.k, p.n, p.nnz, table};
+  if (bytes(e) <= kTableCacheBytes) {
+    const std::lock_guard<std::mutex> lock(mu);
+    recent.push_front(std::move(e));
+    size_t total = 0;
+    for (auto it = recent.begin(); it != recent.end();) {
+      total += bytes(*it);
+      it = total > kTableCacheBytes ? recent.erase(it) : std::next(it);
+    }
+  }
+  return table;
 }
 
 // Row-major rows (leading dimension ld, nr <= L of them, nc columns) to and from a column-major tile of L
@@ -132,7 +174,8 @@ inline void sparse_sketch(const SketchArgs& a) {
   const int64_t last = a.x.size(-1), rows = last == 0 ? 0 : a.x.numel() / last;
   if (rows == 0) return;
   const SketchParams p = sketch_operator(a);
-  const SparseColumns t = sparse_columns(p);
+  const std::shared_ptr<const SparseColumns> table = cached_columns(p);
+  const SparseColumns& t = *table;
   dispatch_float<true>(a.x.dtype, a.transpose ? "sketch_transpose" : "sketch", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;

@@ -269,8 +269,9 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
 
     S is generated in column tiles of at most swisk.config's workspace_bytes and multiplied by torch's
     GEMM; it is never held whole when larger. A sparse-sign S is not formed at all: swisk's kernels
-    take nnz multiply-adds per input value (n * nnz <= 2^23; on the CPU k <= 2^18, on the GPUs a
-    workspace of at most 64 MiB for S sorted by rows). The gradient is the exact transpose (g S, with the
+    take nnz multiply-adds per input value (n * nnz <= 2^23; on the CPU k <= 2^18, the last operators'
+    column tables kept for the next calls, 32 MiB in all; on the GPUs a workspace of at most 64 MiB for
+    S sorted by rows). The gradient is the exact transpose (g S, with the
     forward's S when it was one tile, else regenerated), itself differentiable (double backward);
     forward-mode tangents are the sketch of the tangent.
 
