@@ -252,12 +252,22 @@ def test_sparse_sign_tables_follow_the_operator(rng):
 
 
 def test_sparse_sign_past_the_table_bound_takes_tiles(monkeypatch, rng):
-    """Past the column table's bound (n * nnz > 2^23): tiles of S and torch's GEMM, the same operator."""
+    """Past the column table's bound (n * nnz > 2^23), and on the GPUs past rows of S of 4096 entries
+    (n * nnz / k; cuda-emu here): tiles of S and torch's GEMM, the same operator, both directions."""
     shapes, _ = _spy_tiles(monkeypatch)
     x = torch.randn(2, (1 << 20) + 1, generator=rng)
     y = swisk.ops.sparse_sign_sketch(x, 16, 8, 5)
     assert shapes  # the tile route ran
     torch.testing.assert_close(y, x @ swisk.ops.sketch_matrix("sparse_sign", 16, x.shape[1], 5, nnz=8).T)
+    shapes.clear()
+    x, g = torch.randn(3, 8193, generator=rng), torch.randn(3, 2, generator=rng)  # 8193 / 2 entries per row
+    S = ref.sketch_matrix("sparse_sign", 2, 8193, 9, torch.float32, "cpu", 1)
+    with testing.backend("cuda-emu"):
+        y = swisk.ops.sparse_sign_sketch(x, 2, 1, 9)
+        gx = torch.ops.swisk.sketch_transpose(g, "sparse_sign", 8193, 9, 1)
+    assert len(shapes) == 2
+    torch.testing.assert_close(y, x @ S.T, rtol=2e-5, atol=2e-5)
+    torch.testing.assert_close(gx, g @ S, rtol=2e-5, atol=2e-5)
 
 
 @pytest.mark.parametrize("kind", KINDS)

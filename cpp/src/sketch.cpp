@@ -114,8 +114,9 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
   SWISK_CHECK(rows < (int64_t(1) << 32), value, op, "x", "at most 2^32 rows are supported");
   // Sparse-sign runs swisk's kernels (nnz multiply-adds per column) while its column table (n x nnz
   // entries) stays within 2^23 entries, and: on the CPU (cpu/sketch_sparse.h) its k-side tile (k x 16
-  // values) within 16 MiB; on the GPUs (sketch_sparse.h) the forward's workspace within 64 MiB. Else, and
-  // for every other kind, Python multiplies tiles of S with the vendor's GEMM.
+  // values) within 16 MiB; on the GPUs (sketch_sparse.h) the forward's workspace within 64 MiB and a row
+  // of S within 4096 entries (n nnz / k of them: one thread walks a row). Else, and for every other
+  // kind, Python multiplies tiles of S with the vendor's GEMM.
   const bool sparse_kind = sketch_id(op, a.kind) == SK_SKETCH_sparse_sign && n * a.nnz <= (int64_t(1) << 23);
   int64_t words = 0;
   if (sparse_kind && b != Backend::cpu) {  // the same bound for both directions: the forward's workspace
@@ -123,7 +124,8 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
     s.k = sk_u32(k), s.n = sk_u32(n), s.nnz = sk_u32(a.nnz);
     words = int64_t(sparse_work_words(sparse_params(s, 0, 1.0f), false));
   }
-  const bool sparse = sparse_kind && (b == Backend::cpu ? k <= (int64_t(1) << 18) : words <= (int64_t(1) << 24));
+  const bool sparse = sparse_kind && (b == Backend::cpu ? k <= (int64_t(1) << 18)
+                                                        : words <= (int64_t(1) << 24) && n * a.nnz <= 4096 * k);
   if (sparse && a.x.numel() > 0) check_contiguous(op, "x", a.x);
   auto c = sparse ? make_call(op, a, b) : make_plan_call(a, b, nullptr);
   if (sparse && b != Backend::cpu && a.x.numel() > 0)

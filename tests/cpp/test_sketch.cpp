@@ -163,7 +163,8 @@ TEST(Sketch, SparseSignKernelIsTheOperator) {
 }
 
 // Which route prepare picks for sparse-sign (metadata only, no data): swisk's kernels within the
-// bounds, with the GPUs' workspace as sketch_sparse.h lays it out; tiles of S past them.
+// bounds (the GPUs': n nnz within 2^23, the workspace within 2^24 words, rows of S within 4096 entries),
+// with the GPUs' workspace as sketch_sparse.h lays it out; tiles of S past them.
 TEST(Sketch, SparseSignRoutes) {
   struct Case { Backend be; int64_t k, n, nnz; bool kernel; };
   const Case cases[] = {
@@ -171,7 +172,9 @@ TEST(Sketch, SparseSignRoutes) {
       {Backend::cpu, 16, (1 << 20) + 1, 8, false}, {Backend::cuda_emu, 1000, 16384, 8, true},
       {Backend::metal_emu, 1000, 16384, 8, true},  {Backend::cuda_emu, 16, (1 << 20) + 1, 8, false},
       {Backend::cuda_emu, 1 << 20, 1 << 16, 1, false},  // 32 chunks x (k + 1) row starts: past 2^24 words
-      {Backend::cuda_emu, (1 << 18) + 1, 4096, 8, true}};
+      {Backend::cuda_emu, (1 << 18) + 1, 4096, 8, true},
+      {Backend::metal_emu, 128, 1 << 16, 8, true},   // rows of S of 4096 entries
+      {Backend::metal_emu, 127, 1 << 16, 8, false}};  // 4128: tiles
   std::vector<float> none;
   for (const Case& t : cases)
     for (bool transpose : {false, true}) {

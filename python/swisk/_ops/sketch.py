@@ -271,7 +271,7 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
     GEMM; it is never held whole when larger. A sparse-sign S is not formed at all: swisk's kernels
     take nnz multiply-adds per input value (n * nnz <= 2^23; on the CPU k <= 2^18, the last operators'
     column tables kept for the next calls, 32 MiB in all; on the GPUs a workspace of at most 64 MiB for
-    S sorted by rows). The gradient is the exact transpose (g S, with the
+    S sorted by rows, and n * nnz / k <= 4096 entries per row of S). The gradient is the exact transpose (g S, with the
     forward's S when it was one tile, else regenerated), itself differentiable (double backward);
     forward-mode tangents are the sketch of the tangent.
 
