@@ -89,38 +89,43 @@ SWISK_SKETCHES(SWISK_SKETCH_BF16)
 // Sparse-sign: the table passes (slots work, parameters; one per dtype like the other passes, T unused),
 // then the product (x or g, work, out, parameters).
 template <typename T>
-kernel void sparse_table_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+kernel void sparse_table_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]],
+                           SWISK_METAL_COORDS) {
   SWISK_SHARED(sk_u32, taken, SWISK_SKETCH_THREADS * SWISK_SKETCH_MAX_NNZ);
   sparse_table_body(SWISK_METAL_IDX, p, work, taken);
 }
 template <typename T>
-kernel void sparse_sort_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+kernel void sparse_sort_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]],
+                          SWISK_METAL_COORDS) {
   SWISK_SHARED(sk_u32, row_key, SWISK_SPARSE_SORT);
   SWISK_SHARED(sk_u32, col_key, SWISK_SPARSE_SORT);
   sparse_sort_body(SWISK_METAL_IDX, p, work, row_key, col_key);
 }
 template <typename T>
-kernel void sparse_count_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+kernel void sparse_count_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]],
+                           SWISK_METAL_COORDS) {
   sparse_count_body(SWISK_METAL_IDX, p, work);
 }
 template <typename T>
-kernel void sparse_scan_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+kernel void sparse_scan_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]],
+                          SWISK_METAL_COORDS) {
   SWISK_SHARED(sk_u32, sums, SWISK_SPARSE_THREADS);
   sparse_scan_body(SWISK_METAL_IDX, p, work, sums);
 }
 template <typename T>
-kernel void sparse_gather_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]], SWISK_METAL_COORDS) {
+kernel void sparse_gather_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]],
+                            SWISK_METAL_COORDS) {
   sparse_gather_body(SWISK_METAL_IDX, p, work);
 }
 template <typename T>
-kernel void sparse_apply_k(device const T* x [[buffer(0)]], device const uint* work [[buffer(1)]], device T* out [[buffer(2)]],
-                           constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
+kernel void sparse_apply_k(device const T* x [[buffer(0)]], device const uint* work [[buffer(1)]],
+                           device T* out [[buffer(2)]], constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
   SWISK_SHARED(float, xs, SWISK_SPARSE_ROWS * SWISK_SPARSE_COLS);
   sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out, xs);
 }
 template <typename T>
-kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint* work [[buffer(1)]], device T* out [[buffer(2)]],
-                             constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
+kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint* work [[buffer(1)]],
+                             device T* out [[buffer(2)]], constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
   sparse_apply_t_body<T>(SWISK_METAL_IDX, p, g, work, out);
 }
 

@@ -110,7 +110,8 @@ SWISK_FN void sparse_sort_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOB
     SWISK_GLOBAL sk_u32* sorted = work + sparse_sorted_at(p) + sk_u64(c) * p.sort;
     SWISK_GLOBAL sk_u32* starts = work + sparse_starts_at(p) + sk_u64(c) * (p.s.k + 1u);
     for (sk_u32 e = id.tx; e < count; e += id.bdx) sorted[e] = col_key[e];
-    for (sk_u32 i = id.tx; i <= p.s.k; i += id.bdx) starts[i] = i == p.s.k ? count : sparse_lower_bound(row_key, count, i);
+    for (sk_u32 i = id.tx; i <= p.s.k; i += id.bdx)
+      starts[i] = i == p.s.k ? count : sparse_lower_bound(row_key, count, i);
     SWISK_BARRIER();  // the next chunk reuses the keys
   }
 }
@@ -130,7 +131,8 @@ SWISK_FN void sparse_count_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLO
 
 // One block: the counts' exclusive scan in place, the total at k. A span of rows per thread, the
 // spans' sums scanned by thread 0 (integers: the same in any order). sums: one word per thread.
-SWISK_FN void sparse_scan_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL sk_u32* work, SWISK_TG sk_u32* sums) {
+SWISK_FN void sparse_scan_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL sk_u32* work,
+                               SWISK_TG sk_u32* sums) {
   SWISK_GLOBAL sk_u32* ptr = work + sparse_ptr_at(p);
   const sk_u32 span = (p.s.k + id.bdx - 1u) / id.bdx, lo = id.tx * span < p.s.k ? id.tx * span : p.s.k,
                hi = lo + span < p.s.k ? lo + span : p.s.k;
@@ -256,7 +258,9 @@ SWISK_HD SkGrid sparse_grid(sk_u64 items, sk_u32 threads) {
   const sk_u64 blocks = sk_tiles(items, threads);
   return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
 }
-SWISK_HD SkGrid sparse_sort_grid(SWISK_CONST SparseParams& p) { return sk_tile_grid(p.chunks > 4096 ? 4096 : p.chunks, 1); }
+SWISK_HD SkGrid sparse_sort_grid(SWISK_CONST SparseParams& p) {
+  return sk_tile_grid(p.chunks > 4096 ? 4096 : p.chunks, 1);
+}
 SWISK_HD SkGrid sparse_apply_grid(SWISK_CONST SparseParams& p, bool transpose) {
   return sk_tile_grid(sk_tiles(transpose ? p.s.n : p.s.k, SWISK_SPARSE_THREADS), sk_tiles(p.rows, SWISK_SPARSE_ROWS));
 }
