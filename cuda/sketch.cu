@@ -1,6 +1,7 @@
 // CUDA entry points and launches of the sketch kernels (bodies: swisk/kernels/sketch.h, sketch_sparse.h,
 // hadamard.h): the generation kernel's grid-stride loop over a tile's work items (sketch_items), the
 // sparse-sign passes, the FWHT's passes and the SRHT's in/out kernels around them.
+#include <algorithm>
 #include <vector>
 
 #include "launch.h"
@@ -67,13 +68,11 @@ SWISK_SRHT_KERNEL(srht_t_out, const float*, T*)
 
 __global__ void srht_tables_kernel(SrhtParams p, float* work) { srht_tables_body(cuda_idx(), p, work); }
 
-// The tables, then forward: pad(D x) into work, the FWHT on work, the kept rows out; the transpose the
-// other way round.
+// The tables, then per pass of at most p.cap rows, forward: pad(D x) into work, the FWHT on work, the kept
+// rows out; the transpose the other way round.
 static void srht(const SrhtArgs& a) {
   const SrhtParams p = srht_params(a);
   if (p.rows == 0) return;
-  const std::vector<FwhtParams> passes = fwht_passes(p.rows, p.big_n, 1.0, SWISK_FWHT_CUDA_CHUNK_LOG2);
-  const SkGrid wide = srht_grid(sk_u64(p.rows) * p.big_n), narrow = srht_grid(sk_u64(p.rows) * (a.transpose ? p.n : p.k));
   const DeviceGuard guard(a.transpose ? "srht_transpose" : "srht", a.x);
   dispatch_float<false>(a.x.dtype, "srht", [&](auto tag) {
     using T = decltype(tag);
@@ -82,9 +81,16 @@ static void srht(const SrhtArgs& a) {
     auto* out = a.transpose ? &srht_t_out_kernel<T> : &srht_out_kernel<T>;
     SWISK_LAUNCH(srht_tables_kernel, to_dim3(srht_grid(srht_table_items(p))), dim3(SWISK_FWHT_THREADS),
                  a.launch.stream, p, work);
-    SWISK_LAUNCH(in, to_dim3(wide), dim3(SWISK_FWHT_THREADS), a.launch.stream, p, a.x.ptr<const T>(), work);
-    launch_fwht<float>(passes, work, work, a.launch.stream);
-    SWISK_LAUNCH(out, to_dim3(narrow), dim3(SWISK_FWHT_THREADS), a.launch.stream, p, work, a.out.ptr<T>());
+    for (sk_u64 r0 = 0; r0 < p.rows; r0 += p.cap) {  // 64-bit: rows near 2^32 must not wrap
+      SrhtParams q = p;
+      q.row0 = sk_u32(r0);
+      q.rows = std::min(p.cap, p.rows - q.row0);
+      const SkGrid wide = srht_grid(sk_u64(q.rows) * q.big_n);
+      const SkGrid narrow = srht_grid(sk_u64(q.rows) * (a.transpose ? q.n : q.k));
+      SWISK_LAUNCH(in, to_dim3(wide), dim3(SWISK_FWHT_THREADS), a.launch.stream, q, a.x.ptr<const T>(), work);
+      launch_fwht<float>(fwht_passes(q.rows, q.big_n, 1.0, SWISK_FWHT_CUDA_CHUNK_LOG2), work, work, a.launch.stream);
+      SWISK_LAUNCH(out, to_dim3(narrow), dim3(SWISK_FWHT_THREADS), a.launch.stream, q, work, a.out.ptr<T>());
+    }
   });
 }
 

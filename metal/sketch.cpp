@@ -1,6 +1,7 @@
 // Metal launch plans of the sketch kernels (metal/sketch.metal): the generation kernel (a grid-stride
 // dispatch of SWISK_SKETCH_THREADS-thread threadgroups; slot 0 the tile, slot 1 the parameters), the
 // sparse-sign passes, the FWHT and the SRHT.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -39,17 +40,24 @@ static void fwht(const FwhtArgs& a) {
   plan_fwht(a, passes, &a.x, &a.out, a.x.dtype);
 }
 
-// Tables: into work (slots work, parameters); in: x -> work (x, work, parameters); the FWHT on work (fp32);
-// out: work -> out (work, out, parameters).
+// Tables: into work (slots work, parameters); then per pass of at most p.cap rows, in: x -> work (x, work,
+// parameters); the FWHT on work (fp32); out: work -> out (work, out, parameters).
 static void srht(const SrhtArgs& a) {
   const SrhtParams p = srht_params(a);
   if (p.rows == 0) return;
-  const SkGrid wide = srht_grid(sk_u64(p.rows) * p.big_n), narrow = srht_grid(sk_u64(p.rows) * (a.transpose ? p.n : p.k));
   submit(a.launch, make_plan(a, "srht_tables", p, srht_grid(srht_table_items(p)), SWISK_FWHT_THREADS, 1, {&a.work}));
-  submit(a.launch, make_plan(a, a.transpose ? "srht_t_in" : "srht_in", p, wide, SWISK_FWHT_THREADS, 1, {&a.x, &a.work}));
-  plan_fwht(a, fwht_passes(p.rows, p.big_n, 1.0, SWISK_FWHT_METAL_CHUNK_LOG2), &a.work, &a.work, DType::f32);
-  submit(a.launch,
-         make_plan(a, a.transpose ? "srht_t_out" : "srht_out", p, narrow, SWISK_FWHT_THREADS, 1, {&a.work, &a.out}));
+  for (sk_u64 r0 = 0; r0 < p.rows; r0 += p.cap) {  // 64-bit: rows near 2^32 must not wrap
+    SrhtParams q = p;
+    q.row0 = sk_u32(r0);
+    q.rows = std::min(p.cap, p.rows - q.row0);
+    const SkGrid wide = srht_grid(sk_u64(q.rows) * q.big_n);
+    const SkGrid narrow = srht_grid(sk_u64(q.rows) * (a.transpose ? q.n : q.k));
+    submit(a.launch, make_plan(a, a.transpose ? "srht_t_in" : "srht_in", q, wide, SWISK_FWHT_THREADS, 1,
+                               {&a.x, &a.work}));
+    plan_fwht(a, fwht_passes(q.rows, q.big_n, 1.0, SWISK_FWHT_METAL_CHUNK_LOG2), &a.work, &a.work, DType::f32);
+    submit(a.launch, make_plan(a, a.transpose ? "srht_t_out" : "srht_out", q, narrow, SWISK_FWHT_THREADS, 1,
+                               {&a.work, &a.out}));
+  }
 }
 
 // Sparse-sign (sketch_sparse.h): the table passes on work (slots work, parameters), then the product

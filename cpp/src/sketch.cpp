@@ -191,6 +191,9 @@ SrhtParams srht_params(const SrhtArgs& a) {
   p.seed_hi = sk_u32(uint64_t(a.seed) >> 32);
   p.transpose = a.transpose ? 1u : 0u;
   p.scale = float(1.0 / std::sqrt(double(k)));
+  const int64_t cap = a.work_rows > 0 ? a.work_rows : std::max<int64_t>(1, SWISK_SRHT_WORK_FLOATS / p.big_n);
+  p.row0 = 0;
+  p.cap = sk_u32(std::min<int64_t>(p.rows, cap));
   return p;
 }
 
@@ -211,8 +214,9 @@ std::unique_ptr<PreparedCall> srht_prepare(const SrhtArgs& a, Backend b) {
   shape.back() = a.transpose ? n : k;
   c->outputs = {shape};
   c->zero_outputs = {0};
-  // GPUs: the rows, then the tables (hadamard.h); the CPU goes row by row in buffers of its own
-  c->work = b == Backend::cpu ? 0 : rows * pow2_at_least(n) + n + (a.transpose ? pow2_at_least(n) : k);
+  // GPUs: a pass's rows, then the tables (hadamard.h); the CPU goes row by row in buffers of its own
+  const int64_t cap = srht_params(a).cap;
+  c->work = b == Backend::cpu ? 0 : cap * pow2_at_least(n) + n + (a.transpose ? pow2_at_least(n) : k);
   return c;
 }
 

@@ -308,23 +308,24 @@ TEST(Sketch, FwhtOfUnitVectors) {
   EXPECT_THROW_MSG(fwht(a), Error, "[fwht] x: the last dimension must be a power of two below 2^31, got 3");
 }
 
-// SRHT on every backend: the transpose is the adjoint (<S x, g> = <x, S^T g>), the backends agree, and
-// the kept rows carry the norm on average (one x, 64 seeds).
+// SRHT on every backend: the transpose is the adjoint (<S x, g> = <x, S^T g>), the backends agree (the
+// GPUs' also in passes of fewer rows than x has: the same bits, a smaller workspace), and the kept rows
+// carry the norm on average (one x, 64 seeds).
 TEST(Sketch, SrhtAdjointAndBackends) {
   const int64_t rows = 3, n = 37, k = 9, N = 64;
   std::vector<float> x(rows * n), g(rows * k);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.7 * double(i) + 0.3));
   for (size_t i = 0; i < g.size(); ++i) g[i] = float(std::cos(1.3 * double(i)));
-  auto run = [&](Backend be, bool transpose, int64_t seed) {
+  auto run = [&](Backend be, bool transpose, int64_t seed, int64_t work_rows = 0) {
     std::vector<float>& in = transpose ? g : x;
     std::vector<float> out(size_t(rows * (transpose ? n : k)), 7.0f);
     SrhtArgs a;
     a.x = make_view(in, {rows, transpose ? k : n});
     a.out = make_view(out, {rows, transpose ? n : k});
-    a.k = k, a.n = n, a.seed = seed, a.transpose = transpose;
+    a.k = k, a.n = n, a.seed = seed, a.transpose = transpose, a.work_rows = work_rows;
     a.launch.backend = be;
-    auto c = srht_prepare(a, be);  // the workspace: none on the CPU; the rows and the tables on GPUs
-    EXPECT_EQ(c->work, be == Backend::cpu ? 0 : rows * N + n + (transpose ? N : k));
+    auto c = srht_prepare(a, be);  // the workspace: none on the CPU; a pass's rows and the tables on GPUs
+    EXPECT_EQ(c->work, be == Backend::cpu ? 0 : (work_rows ? work_rows : rows) * N + n + (transpose ? N : k));
     std::vector<float> work(size_t(c->work));
     a.work = make_view(work, {c->work});
     run_prepared(*c, transpose ? "srht_transpose" : "srht", {&a.x, &a.out, &a.work});
@@ -344,6 +345,8 @@ TEST(Sketch, SrhtAdjointAndBackends) {
         const auto ye = run(be, false, seed), ge = run(be, true, seed);
         for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(ye[i], y[i], 1e-5);
         for (size_t i = 0; i < gx.size(); ++i) EXPECT_NEAR(ge[i], gx[i], 1e-5);
+        EXPECT_TRUE(run(be, false, seed, 2) == ye);  // passes of 2 rows and 1
+        EXPECT_TRUE(run(be, true, seed, 1) == ge);
       }
   }
   EXPECT_NEAR(norm / 64 / x2, 1.0, 0.15);

@@ -178,6 +178,9 @@ struct SrhtParams {
   sk_u32 half_bits;          // Feistel half width: ceil(log2 big_n / 2)
   sk_u32 transpose;          // 1: the transpose (its table: the inverse permutation)
   float scale;               // 1/sqrt(k), rounded once on the host
+  sk_u32 row0;               // GPUs: the pass's first row of x (rows: the pass's count)
+  sk_u32 cap;                // GPUs: rows the workspace holds (the tables follow them)
+  sk_u32 pad;
 };
 
 SWISK_HD sk_u32 sk_srht_draw(SWISK_CONST SrhtParams& p, sk_u32 a, sk_u32 b, sk_u32 stream) {
@@ -225,9 +228,12 @@ SWISK_HD sk_u32 sk_srht_perm(SWISK_CONST SrhtParams& p, sk_u32 v, bool inverse) 
   return v;
 }
 
-// The GPU workspace: the rows (rows x big_n, fp32), then the tables, fp32 words: D's signs (n), then, as
-// bits, the kept rows perm(i), i < k (forward) or the inverse permutation over [0, big_n) (transpose).
-SWISK_HD sk_u64 srht_table_offset(SWISK_CONST SrhtParams& p) { return sk_u64(p.rows) * p.big_n; }
+// The GPU workspace: a pass's rows (cap x big_n, fp32; the rows of x go through it cap at a time, so it
+// stays within SWISK_SRHT_WORK_FLOATS), then the tables, fp32 words: D's signs (n), then, as bits, the
+// kept rows perm(i), i < k (forward) or the inverse permutation over [0, big_n) (transpose). Element e of
+// a pass is its row e / width (x's row row0 + that).
+#define SWISK_SRHT_WORK_FLOATS (1u << 24)
+SWISK_HD sk_u64 srht_table_offset(SWISK_CONST SrhtParams& p) { return sk_u64(p.cap) * p.big_n; }
 SWISK_HD sk_u64 srht_table_items(SWISK_CONST SrhtParams& p) { return sk_u64(p.n) + (p.transpose ? p.big_n : p.k); }
 
 SWISK_FN void srht_tables_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL float* work) {
@@ -241,26 +247,26 @@ template <typename T>
 SWISK_FN void srht_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* x, SWISK_GLOBAL float* work) {
   const sk_u64 r = e / p.big_n;
   const sk_u32 j = sk_u32(e % p.big_n);
-  work[e] = j < p.n ? work[srht_table_offset(p) + j] * float(x[r * p.n + j]) : 0.0f;
+  work[e] = j < p.n ? work[srht_table_offset(p) + j] * float(x[(p.row0 + r) * p.n + j]) : 0.0f;
 }
 template <typename T>
 SWISK_FN void srht_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const float* work, SWISK_GLOBAL T* out) {
   const sk_u64 r = e / p.k;
   const sk_u32 i = sk_u32(e % p.k);
   const sk_u32 row = sk_float_bits(work[srht_table_offset(p) + p.n + i]);
-  out[e] = T(work[r * p.big_n + row] * p.scale);
+  out[sk_u64(p.row0) * p.k + e] = T(work[r * p.big_n + row] * p.scale);
 }
 template <typename T>
 SWISK_FN void srht_t_in_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const T* g, SWISK_GLOBAL float* work) {
   const sk_u64 r = e / p.big_n;
   const sk_u32 q = sk_float_bits(work[srht_table_offset(p) + p.n + sk_u32(e % p.big_n)]);
-  work[e] = q < p.k ? float(g[r * p.k + q]) : 0.0f;
+  work[e] = q < p.k ? float(g[(p.row0 + r) * p.k + q]) : 0.0f;
 }
 template <typename T>
 SWISK_FN void srht_t_out_at(SWISK_CONST SrhtParams& p, sk_u64 e, SWISK_GLOBAL const float* work, SWISK_GLOBAL T* out) {
   const sk_u64 r = e / p.n;
   const sk_u32 j = sk_u32(e % p.n);
-  out[e] = T(work[srht_table_offset(p) + j] * work[r * p.big_n + j] * p.scale);
+  out[sk_u64(p.row0) * p.n + e] = T(work[srht_table_offset(p) + j] * work[r * p.big_n + j] * p.scale);
 }
 
 // The passes' items and grid (SWISK_FWHT_THREADS threads per block, grid-stride, at most 4096 blocks).

@@ -52,11 +52,13 @@ struct FwhtArgs {
 };
 
 // SRHT: x (..., n) -> out (..., k) (transpose = false), or x (..., k) -> out (..., n) (transpose = true, n
-// given); work holds the padded rows (rows x N, fp32; fp64 for fp64).
+// given); on the GPUs work holds a pass's padded rows (at most 2^24 floats' worth, or work_rows rows
+// when given) and the tables.
 struct SrhtArgs {
   TensorView x, out, work;
   int64_t k = 0, n = 0, seed = 0;
   bool transpose = false;
+  int64_t work_rows = 0;  // GPUs: rows per pass (0: as many as SWISK_SRHT_WORK_FLOATS hold)
   Launch launch;
   static constexpr int kInputs = 1;
   static constexpr bool kWork = true;
