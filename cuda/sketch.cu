@@ -1,7 +1,6 @@
 // CUDA entry points and launches of the sketch kernels (bodies: swisk/kernels/sketch.h, sketch_sparse.h,
 // hadamard.h): the generation kernel's grid-stride loop over a tile's work items (sketch_items), the
 // sparse-sign passes, the FWHT's passes and the SRHT's in/out kernels around them.
-#include <algorithm>
 #include <vector>
 
 #include "launch.h"
@@ -82,14 +81,12 @@ static void srht(const SrhtArgs& a) {
     SWISK_LAUNCH(srht_tables_kernel, to_dim3(srht_grid(srht_table_items(p))), dim3(SWISK_FWHT_THREADS),
                  a.launch.stream, p, work);
     for (sk_u64 r0 = 0; r0 < p.rows; r0 += p.cap) {  // 64-bit: rows near 2^32 must not wrap
-      SrhtParams q = p;
-      q.row0 = sk_u32(r0);
-      q.rows = std::min(p.cap, p.rows - q.row0);
-      const SkGrid wide = srht_grid(sk_u64(q.rows) * q.big_n);
-      const SkGrid narrow = srht_grid(sk_u64(q.rows) * (a.transpose ? q.n : q.k));
-      SWISK_LAUNCH(in, to_dim3(wide), dim3(SWISK_FWHT_THREADS), a.launch.stream, q, a.x.ptr<const T>(), work);
+      const SrhtParams q = srht_pass(p, r0);
+      SWISK_LAUNCH(in, to_dim3(srht_in_grid(q)), dim3(SWISK_FWHT_THREADS), a.launch.stream, q, a.x.ptr<const T>(),
+                   work);
       launch_fwht<float>(fwht_passes(q.rows, q.big_n, 1.0, SWISK_FWHT_CUDA_CHUNK_LOG2), work, work, a.launch.stream);
-      SWISK_LAUNCH(out, to_dim3(narrow), dim3(SWISK_FWHT_THREADS), a.launch.stream, q, work, a.out.ptr<T>());
+      SWISK_LAUNCH(out, to_dim3(srht_out_grid(q)), dim3(SWISK_FWHT_THREADS), a.launch.stream, q, work,
+                   a.out.ptr<T>());
     }
   });
 }

@@ -1,7 +1,6 @@
 // Metal launch plans of the sketch kernels (metal/sketch.metal): the generation kernel (a grid-stride
 // dispatch of SWISK_SKETCH_THREADS-thread threadgroups; slot 0 the tile, slot 1 the parameters), the
 // sparse-sign passes, the FWHT and the SRHT.
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -47,16 +46,12 @@ static void srht(const SrhtArgs& a) {
   if (p.rows == 0) return;
   submit(a.launch, make_plan(a, "srht_tables", p, srht_grid(srht_table_items(p)), SWISK_FWHT_THREADS, 1, {&a.work}));
   for (sk_u64 r0 = 0; r0 < p.rows; r0 += p.cap) {  // 64-bit: rows near 2^32 must not wrap
-    SrhtParams q = p;
-    q.row0 = sk_u32(r0);
-    q.rows = std::min(p.cap, p.rows - q.row0);
-    const SkGrid wide = srht_grid(sk_u64(q.rows) * q.big_n);
-    const SkGrid narrow = srht_grid(sk_u64(q.rows) * (a.transpose ? q.n : q.k));
-    submit(a.launch, make_plan(a, a.transpose ? "srht_t_in" : "srht_in", q, wide, SWISK_FWHT_THREADS, 1,
+    const SrhtParams q = srht_pass(p, r0);
+    submit(a.launch, make_plan(a, a.transpose ? "srht_t_in" : "srht_in", q, srht_in_grid(q), SWISK_FWHT_THREADS, 1,
                                {&a.x, &a.work}));
     plan_fwht(a, fwht_passes(q.rows, q.big_n, 1.0, SWISK_FWHT_METAL_CHUNK_LOG2), &a.work, &a.work, DType::f32);
-    submit(a.launch, make_plan(a, a.transpose ? "srht_t_out" : "srht_out", q, narrow, SWISK_FWHT_THREADS, 1,
-                               {&a.work, &a.out}));
+    submit(a.launch, make_plan(a, a.transpose ? "srht_t_out" : "srht_out", q, srht_out_grid(q), SWISK_FWHT_THREADS,
+                               1, {&a.work, &a.out}));
   }
 }
 

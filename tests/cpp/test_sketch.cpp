@@ -191,6 +191,10 @@ TEST(Sketch, SparseSignRoutes) {
       const int64_t entries = t.n * t.nnz;
       EXPECT_EQ(c->work, transpose ? entries : entries + (t.k + 1) * (chunks + 1) + chunks * sort);
     }
+  SketchArgs a;  // more rows than the kernels count: refused before any route
+  a.x = make_view(none, {int64_t(1) << 32, 4});
+  a.kind = "sparse_sign", a.k = 2, a.nnz = 1;
+  EXPECT_THROW_MSG(sketch_prepare(a, Backend::cuda_emu), Error, "[sketch] x: at most 2^32 rows are supported");
 }
 
 // Sparse-sign: nnz distinct non-zeros of +-1/sqrt(nnz) in every column; CountSketch at nnz = 1; all

@@ -196,19 +196,25 @@ struct BsplineElement {
   sk_i32 span;
   bool ok;  // the feature's knot row is valid (else its bases are NaN)
 };
+// The local bases of xv on feature i's knot row.
+template <sk_i32 M, typename A, typename T>
+SWISK_FN BsplineElement<M, A> bspline_local_element(SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* grid,
+                                                    sk_u64 i, A xv) {
+  SWISK_GLOBAL const T* g = grid + i * p.n_knots;
+  BsplineElement<M, A> l;
+  l.span = bspline_local_m<M>(xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), l.v);
+  l.ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
+  return l;
+}
 template <sk_i32 M, typename T>
 SWISK_FN BsplineElement<M, typename sk_acc<T>::type> bspline_expand_element(
     SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL const T* grid, SWISK_GLOBAL T* out,
     sk_u64 e) {
   typedef typename sk_acc<T>::type A;
   const sk_u64 n = e / p.in, i = e % p.in;
-  SWISK_GLOBAL const T* g = grid + i * p.n_knots;
   const A xv = A(x[e]);
-  BsplineElement<M, A> l;
-  l.span = bspline_local_m<M>(xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), l.v);
-  l.ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
   if (p.base) out[n * p.width + i] = T(sk_silu_deriv(xv, sk_i32(p.deriv)));
-  return l;
+  return bspline_local_element<M>(p, grid, i, xv);
 }
 // Basis j of the element (NaN for a bad knot row).
 template <sk_i32 M, typename A>
@@ -354,18 +360,15 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
     for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {  // a fill, then the k + 1 non-zero values
       const BsplineTileEl e = bspline_tile_el(t, a, el, false);
       if (!e.in) continue;
-      SWISK_GLOBAL const T* g = grid + sk_u64(a.i0 + e.f) * p.n_knots;
       SWISK_TG A* xv = xs + e.slot;
-      A v[M + 1];
-      const sk_i32 span = bspline_local_m<M>(*xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
-      const bool ok = bspline_row_ok<A>(g, sk_i32(p.n_knots));
+      const BsplineElement<M, A> l = bspline_local_element<M>(p, grid, a.i0 + e.f, *xv);
       SWISK_TG A* s = stage + e.r * t.pitch + e.f * nb;
-      const A fill = !ok ? sk_nan(A(0)) : span == -2 ? v[0] : A(0);
+      const A fill = !l.ok ? sk_nan(A(0)) : l.span == -2 ? l.v[0] : A(0);
       for (sk_u32 j = 0; j < nb; ++j) s[j] = fill;
-      if (ok && span >= 0)
+      if (l.ok && l.span >= 0)
         for (sk_i32 q = 0; q <= M; ++q) {
-          const sk_i32 j = span - M + q;
-          if (j >= 0 && j < sk_i32(nb)) s[j] = v[q];
+          const sk_i32 j = l.span - M + q;
+          if (j >= 0 && j < sk_i32(nb)) s[j] = l.v[q];
         }
       if (p.base) *xv = sk_silu_deriv(*xv, sk_i32(p.deriv));
     }
@@ -446,17 +449,15 @@ SWISK_FN void bspline_contract_staged_body(SkIdx id, SWISK_CONST BsplineParams& 
     for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
       const BsplineTileEl e = bspline_tile_el(t, a, el, false);
       if (!e.in) continue;
-      SWISK_GLOBAL const T* g = grid + sk_u64(a.i0 + e.f) * p.n_knots;
       SWISK_TG A* xv = xs + e.slot;
-      A v[M + 1];
-      const sk_i32 span = bspline_local_m<M>(*xv, g, sk_i32(p.n_knots), sk_i32(p.order), sk_i32(p.deriv), v);
-      A acc = span == -2 ? v[0] : A(0);
+      const BsplineElement<M, A> l = bspline_local_element<M>(p, grid, a.i0 + e.f, *xv);
+      A acc = l.span == -2 ? l.v[0] : A(0);
       SWISK_TG const A* o = stage + e.r * t.pitch + e.f * nb;
       for (sk_i32 q = 0; q <= M; ++q) {
-        const sk_i32 j = span - M + q;
-        if (span >= 0 && j >= 0 && j < sk_i32(nb)) acc += o[j] * v[q];
+        const sk_i32 j = l.span - M + q;
+        if (l.span >= 0 && j >= 0 && j < sk_i32(nb)) acc += o[j] * l.v[q];
       }
-      if (!bspline_row_ok<A>(g, sk_i32(p.n_knots))) acc = sk_nan(acc);
+      if (!l.ok) acc = sk_nan(acc);
       if (p.base) acc += gs[e.slot] * sk_silu_deriv(*xv, sk_i32(p.deriv));
       *xv = acc;
     }

@@ -274,6 +274,17 @@ SWISK_HD SkGrid srht_grid(sk_u64 items) {
   const sk_u64 blocks = sk_tiles(items, SWISK_FWHT_THREADS);
   return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
 }
+// The GPUs' pass from row r0 of a call's p (at most p.cap rows), and its in and out kernels' grids.
+SWISK_HD SrhtParams srht_pass(SrhtParams p, sk_u64 r0) {
+  const sk_u32 left = p.rows - sk_u32(r0);
+  p.row0 = sk_u32(r0);
+  p.rows = left < p.cap ? left : p.cap;
+  return p;
+}
+SWISK_HD SkGrid srht_in_grid(SWISK_CONST SrhtParams& q) { return srht_grid(sk_u64(q.rows) * q.big_n); }
+SWISK_HD SkGrid srht_out_grid(SWISK_CONST SrhtParams& q) {
+  return srht_grid(sk_u64(q.rows) * (q.transpose ? q.n : q.k));
+}
 SWISK_FN void srht_tables_body(SkIdx id, SWISK_CONST SrhtParams& p, SWISK_GLOBAL float* work) {
   const sk_u64 stride = sk_u64(id.gdx) * id.bdx;
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < srht_table_items(p); e += stride) srht_tables_at(p, e, work);
