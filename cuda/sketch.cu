@@ -101,20 +101,16 @@ __global__ void sparse_sort_kernel(SparseParams p, sk_u32* work) {
   SWISK_SHARED(sk_u32, col_key, SWISK_SPARSE_SORT);
   sparse_sort_body(cuda_idx(), p, work, row_key, col_key);
 }
-__global__ void sparse_count_kernel(SparseParams p, sk_u32* work) { sparse_count_body(cuda_idx(), p, work); }
-__global__ void sparse_scan_kernel(SparseParams p, sk_u32* work) {
-  SWISK_SHARED(sk_u32, sums, SWISK_SPARSE_THREADS);
-  sparse_scan_body(cuda_idx(), p, work, sums);
-}
-__global__ void sparse_gather_kernel(SparseParams p, sk_u32* work) { sparse_gather_body(cuda_idx(), p, work); }
 template <typename T>
 __global__ void sparse_apply_kernel(SparseParams p, const T* x, const sk_u32* work, T* out) {
-  SWISK_SHARED(float, xs, SWISK_SPARSE_ROWS * SWISK_SPARSE_COLS);
-  sparse_apply_body<T>(cuda_idx(), p, x, work, out, xs);
+  SWISK_SHARED(float, xs, SWISK_SPARSE_XROWS * SWISK_SPARSE_COLS);
+  SWISK_SHARED(sk_u32, ws, SWISK_SPARSE_SORT + SWISK_SPARSE_THREADS + 1);
+  sparse_apply_body<T>(cuda_idx(), p, x, work, out, xs, ws);
 }
 template <typename T>
 __global__ void sparse_apply_t_kernel(SparseParams p, const T* g, const sk_u32* work, T* out) {
-  sparse_apply_t_body<T>(cuda_idx(), p, g, work, out);
+  SWISK_SHARED(float, gs, SWISK_SPARSE_ROWS * SWISK_SPARSE_KT);
+  sparse_apply_t_body<T>(cuda_idx(), p, g, work, out, gs);
 }
 
 static void sparse_sketch(const SketchArgs& a) {
@@ -124,15 +120,11 @@ static void sparse_sketch(const SketchArgs& a) {
   const DeviceGuard guard(op, a.x);
   sk_u32* work = a.work.ptr<sk_u32>();
   const dim3 threads(SWISK_SPARSE_THREADS);
-  const SkGrid per_row = sparse_grid(p.s.k, SWISK_SPARSE_THREADS);
   if (a.transpose) {
     SWISK_LAUNCH(sparse_table_kernel, to_dim3(sparse_grid(p.s.n, SWISK_SKETCH_THREADS)), dim3(SWISK_SKETCH_THREADS),
                  a.launch.stream, p, work);
   } else {
     SWISK_LAUNCH(sparse_sort_kernel, to_dim3(sparse_sort_grid(p)), threads, a.launch.stream, p, work);
-    SWISK_LAUNCH(sparse_count_kernel, to_dim3(per_row), threads, a.launch.stream, p, work);
-    SWISK_LAUNCH(sparse_scan_kernel, dim3(1), threads, a.launch.stream, p, work);
-    SWISK_LAUNCH(sparse_gather_kernel, to_dim3(per_row), threads, a.launch.stream, p, work);
   }
   const SkGrid outs = sparse_apply_grid(p, a.transpose);
   dispatch_float<false>(a.x.dtype, op, [&](auto tag) {

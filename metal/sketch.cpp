@@ -60,15 +60,11 @@ static void srht(const SrhtArgs& a) {
 static void sparse_sketch(const SketchArgs& a) {
   const SparseParams p = sparse_sketch_params(a);
   if (p.rows == 0) return;
-  const SkGrid per_row = sparse_grid(p.s.k, SWISK_SPARSE_THREADS);
   if (a.transpose) {
     submit(a.launch, make_plan(a, "sparse_table", p, sparse_grid(p.s.n, SWISK_SKETCH_THREADS), SWISK_SKETCH_THREADS, 1,
                                {&a.work}));
   } else {
     submit(a.launch, make_plan(a, "sparse_sort", p, sparse_sort_grid(p), SWISK_SPARSE_THREADS, 1, {&a.work}));
-    submit(a.launch, make_plan(a, "sparse_count", p, per_row, SWISK_SPARSE_THREADS, 1, {&a.work}));
-    submit(a.launch, make_plan(a, "sparse_scan", p, sk_tile_grid(1, 1), SWISK_SPARSE_THREADS, 1, {&a.work}));
-    submit(a.launch, make_plan(a, "sparse_gather", p, per_row, SWISK_SPARSE_THREADS, 1, {&a.work}));
   }
   const SkGrid outs = sparse_apply_grid(p, a.transpose);
   submit(a.launch, make_plan(a, a.transpose ? "sparse_apply_t" : "sparse_apply", p, outs, SWISK_SPARSE_THREADS, 1,

@@ -102,31 +102,17 @@ kernel void sparse_sort_k(device uint* work [[buffer(0)]], constant SparseParams
   sparse_sort_body(SWISK_METAL_IDX, p, work, row_key, col_key);
 }
 template <typename T>
-kernel void sparse_count_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]],
-                           SWISK_METAL_COORDS) {
-  sparse_count_body(SWISK_METAL_IDX, p, work);
-}
-template <typename T>
-kernel void sparse_scan_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]],
-                          SWISK_METAL_COORDS) {
-  SWISK_SHARED(sk_u32, sums, SWISK_SPARSE_THREADS);
-  sparse_scan_body(SWISK_METAL_IDX, p, work, sums);
-}
-template <typename T>
-kernel void sparse_gather_k(device uint* work [[buffer(0)]], constant SparseParams& p [[buffer(1)]],
-                            SWISK_METAL_COORDS) {
-  sparse_gather_body(SWISK_METAL_IDX, p, work);
-}
-template <typename T>
 kernel void sparse_apply_k(device const T* x [[buffer(0)]], device const uint* work [[buffer(1)]],
                            device T* out [[buffer(2)]], constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
-  SWISK_SHARED(float, xs, SWISK_SPARSE_ROWS * SWISK_SPARSE_COLS);
-  sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out, xs);
+  SWISK_SHARED(float, xs, SWISK_SPARSE_XROWS * SWISK_SPARSE_COLS);
+  SWISK_SHARED(sk_u32, ws, SWISK_SPARSE_SORT + SWISK_SPARSE_THREADS + 1);
+  sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out, xs, ws);
 }
 template <typename T>
 kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint* work [[buffer(1)]],
                              device T* out [[buffer(2)]], constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
-  sparse_apply_t_body<T>(SWISK_METAL_IDX, p, g, work, out);
+  SWISK_SHARED(float, gs, SWISK_SPARSE_ROWS * SWISK_SPARSE_KT);
+  sparse_apply_t_body<T>(SWISK_METAL_IDX, p, g, work, out, gs);
 }
 
 #define SWISK_SPARSE_PASS(name, T, S)                                                                     \
@@ -135,9 +121,6 @@ kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint*
 #define SWISK_SPARSE_INSTANTIATE(T, S)                                                                          \
   SWISK_SPARSE_PASS(sparse_table, T, S)                                                                         \
   SWISK_SPARSE_PASS(sparse_sort, T, S)                                                                          \
-  SWISK_SPARSE_PASS(sparse_count, T, S)                                                                         \
-  SWISK_SPARSE_PASS(sparse_scan, T, S)                                                                          \
-  SWISK_SPARSE_PASS(sparse_gather, T, S)                                                                        \
   template SWISK_HOST_NAME("swisk_sparse_apply_" #S) kernel void sparse_apply_k<T>(                             \
       device const T*, device const uint*, device T*, constant SparseParams&, SWISK_METAL_COORD_TYPES);          \
   template SWISK_HOST_NAME("swisk_sparse_apply_t_" #S) kernel void sparse_apply_t_k<T>(                         \

@@ -122,12 +122,14 @@ TEST(Sketch, TilesAreBlocksOfTheWhole) {
 // around the 16 fp32 lanes, columns across its 4096-column tiles, a k small enough for copies of the
 // k-side tile (k * 16 * 4 <= 8192 bytes) and one past it. The GPUs' (both emulators): several sorted
 // chunks (2048 / nnz columns each, the last partial), rows with no entries (k > n nnz), nnz = k, groups
-// of 8 rows (the last partial), several 1024-column tiles of x.
+// of 16 rows for x S^T and 8 for g S (the last partial), several 256-column tiles of x in a chunk, a
+// second block of outputs (k > 256, partial), g S over two 512-value tiles of g (k > 512).
 TEST(Sketch, SparseSignKernelIsTheOperator) {
   struct Shape { int64_t rows, n, k, nnz; };
   for (const Backend be : kHost)
     for (const Shape sh : {Shape{1, 9, 5, 2}, Shape{17, 4200, 129, 8}, Shape{33, 300, 7, 7}, Shape{2, 3, 40, 3},
-                           Shape{9, 2100, 20, 4}}) {
+                           Shape{9, 2100, 20, 4}, Shape{3, 700, 300, 2},
+                           Shape{2, 40, 600, 3}}) {
       const int64_t rows = sh.rows, n = sh.n, k = sh.k;
       if (be != Backend::cpu && rows * n > 20000) continue;  // the emulators: a smaller case
       const auto S = whole<float>(Backend::cpu, "sparse_sign", k, n, sh.nnz);
@@ -189,7 +191,7 @@ TEST(Sketch, SparseSignRoutes) {
       int64_t sort = 1;
       while (sort < chunk * t.nnz) sort *= 2;
       const int64_t entries = t.n * t.nnz;
-      EXPECT_EQ(c->work, transpose ? entries : entries + (t.k + 1) * (chunks + 1) + chunks * sort);
+      EXPECT_EQ(c->work, transpose ? entries : (t.k + 1) * chunks + chunks * sort);
     }
   SketchArgs a;  // more rows than the kernels count: refused before any route
   a.x = make_view(none, {int64_t(1) << 32, 4});

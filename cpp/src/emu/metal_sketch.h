@@ -39,9 +39,6 @@ void srht_tables_thunk(void* const* b, const void* p) {
   }
 SWISK_SPARSE_THUNK(sparse_table)
 SWISK_SPARSE_THUNK(sparse_sort)
-SWISK_SPARSE_THUNK(sparse_count)
-SWISK_SPARSE_THUNK(sparse_scan)
-SWISK_SPARSE_THUNK(sparse_gather)
 #undef SWISK_SPARSE_THUNK
 
 template <typename T>
@@ -63,6 +60,5 @@ void sparse_apply_t_thunk(void* const* b, const void* p) {
       SWISK_EMU_KERNEL(srht_out, srht_out_thunk), SWISK_EMU_KERNEL(srht_t_in, srht_t_in_thunk),        \
       SWISK_EMU_KERNEL(srht_t_out, srht_t_out_thunk), SWISK_EMU_KERNEL(srht_tables, srht_tables_thunk),    \
       SWISK_EMU_KERNEL(sparse_table, sparse_table_thunk), SWISK_EMU_KERNEL(sparse_sort, sparse_sort_thunk),   \
-      SWISK_EMU_KERNEL(sparse_count, sparse_count_thunk), SWISK_EMU_KERNEL(sparse_scan, sparse_scan_thunk),   \
-      SWISK_EMU_KERNEL(sparse_gather, sparse_gather_thunk), SWISK_EMU_KERNEL(sparse_apply, sparse_apply_thunk), \
+      SWISK_EMU_KERNEL(sparse_apply, sparse_apply_thunk), \
       SWISK_EMU_KERNEL(sparse_apply_t, sparse_apply_t_thunk),

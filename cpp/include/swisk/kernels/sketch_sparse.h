@@ -1,9 +1,8 @@
 // Sparse-sign x S^T and g S on the GPUs without forming S (the CPU's kernel: cpu/sketch_sparse.h).
 // g S gathers: out[r, j] = Σ_m ±g[r, row(j, m)] from a column table. x S^T needs S by rows, in a fixed
 // order so that every output has one owner and one summation order (no atomics): chunks of columns
-// generate their entries into shared memory and sort them by (row, column); per chunk, where each row
-// starts; per row, its count over the chunks; one block scans the counts; per row, its entries gathered
-// chunk by chunk (so ascending in column); then out[r, i] = Σ ±x[r, col] over row i's entries. The
+// generate their entries into shared memory and sort them by (row, column), with where each row starts;
+// then out[r, i] = Σ ±x[r, col] over row i's entries, chunk by chunk (so ascending in column). The
 // magnitude multiplies each sum once: 1/sqrt(nnz) as the op's dtype rounds it, S's entries in that dtype.
 #pragma once
 
@@ -23,18 +22,12 @@ struct SparseParams {
   sk_u32 pad[3];
 };
 
-// The workspace, in 32-bit words. x S^T: the rows' entries (n nnz, column | sign, ascending in (row,
-// column)), the row pointers (k + 1), each chunk's row starts (k + 1 per chunk: where row i begins in
-// its sorted entries, the last its count), each chunk's sorted entries (sort per chunk, column | sign).
-// g S: the column table alone, step m of column j at m n + j (row | sign).
-SWISK_HD sk_u64 sparse_entries(SWISK_CONST SparseParams& p) { return sk_u64(p.s.n) * p.s.nnz; }
-SWISK_HD sk_u64 sparse_ptr_at(SWISK_CONST SparseParams& p) { return sparse_entries(p); }
-SWISK_HD sk_u64 sparse_starts_at(SWISK_CONST SparseParams& p) { return sparse_ptr_at(p) + p.s.k + 1u; }
-SWISK_HD sk_u64 sparse_sorted_at(SWISK_CONST SparseParams& p) {
-  return sparse_starts_at(p) + sk_u64(p.chunks) * (p.s.k + 1u);
-}
+// The workspace, in 32-bit words. x S^T: each chunk's row starts (k + 1 per chunk: where row i begins in
+// its sorted entries, the last its count), then each chunk's sorted entries (sort per chunk, column |
+// sign). g S: the column table, step m of column j at m n + j (row | sign).
+SWISK_HD sk_u64 sparse_sorted_at(SWISK_CONST SparseParams& p) { return sk_u64(p.chunks) * (p.s.k + 1u); }
 SWISK_HD sk_u64 sparse_work_words(SWISK_CONST SparseParams& p, bool transpose) {
-  return transpose ? sparse_entries(p) : sparse_sorted_at(p) + sk_u64(p.chunks) * p.sort;
+  return transpose ? sk_u64(p.s.n) * p.s.nnz : sparse_sorted_at(p) + sk_u64(p.chunks) * p.sort;
 }
 
 // The chunking of an operator (s: the whole k x n tile of sketch_params).
@@ -108,152 +101,131 @@ SWISK_FN void sparse_sort_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOB
         SWISK_BARRIER();
       }
     SWISK_GLOBAL sk_u32* sorted = work + sparse_sorted_at(p) + sk_u64(c) * p.sort;
-    SWISK_GLOBAL sk_u32* starts = work + sparse_starts_at(p) + sk_u64(c) * (p.s.k + 1u);
+    SWISK_GLOBAL sk_u32* starts = work + sk_u64(c) * (p.s.k + 1u);
     for (sk_u32 e = id.tx; e < count; e += id.bdx) sorted[e] = col_key[e];
     for (sk_u32 i = id.tx; i <= p.s.k; i += id.bdx)
       starts[i] = i == p.s.k ? count : sparse_lower_bound(row_key, count, i);
     SWISK_BARRIER();  // the next chunk reuses the keys
   }
 }
-
-// A thread per row: its entries over every chunk, into the row pointers (scanned next).
-SWISK_FN void sparse_count_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL sk_u32* work) {
-  const sk_u32 stride = id.gdx * id.bdx;
-  for (sk_u32 i = id.bx * id.bdx + id.tx; i < p.s.k; i += stride) {
-    sk_u32 total = 0;
-    for (sk_u32 c = 0; c < p.chunks; ++c) {
-      SWISK_GLOBAL const sk_u32* starts = work + sparse_starts_at(p) + sk_u64(c) * (p.s.k + 1u);
-      total += starts[i + 1u] - starts[i];
-    }
-    work[sparse_ptr_at(p) + i] = total;
-  }
-}
-
-// One block: the counts' exclusive scan in place, the total at k. A span of rows per thread, the
-// spans' sums scanned by thread 0 (integers: the same in any order). sums: one word per thread.
-SWISK_FN void sparse_scan_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL sk_u32* work,
-                               SWISK_TG sk_u32* sums) {
-  SWISK_GLOBAL sk_u32* ptr = work + sparse_ptr_at(p);
-  const sk_u32 span = (p.s.k + id.bdx - 1u) / id.bdx, lo = id.tx * span < p.s.k ? id.tx * span : p.s.k,
-               hi = lo + span < p.s.k ? lo + span : p.s.k;
-  sk_u32 sum = 0;
-  for (sk_u32 i = lo; i < hi; ++i) sum += ptr[i];
-  sums[id.tx] = sum;
-  SWISK_BARRIER();
-  if (id.tx == 0u) {
-    sk_u32 run = 0;
-    for (sk_u32 t = 0; t < id.bdx; ++t) {
-      const sk_u32 v = sums[t];
-      sums[t] = run;
-      run += v;
-    }
-    ptr[p.s.k] = run;
-  }
-  SWISK_BARRIER();
-  sk_u32 run = sums[id.tx];
-  for (sk_u32 i = lo; i < hi; ++i) {
-    const sk_u32 v = ptr[i];
-    ptr[i] = run;
-    run += v;
-  }
-}
-
 #endif
 
-// A thread per row: its entries from each chunk's sorted run, chunks in order.
-SWISK_FN void sparse_gather_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL sk_u32* work) {
-  const sk_u32 stride = id.gdx * id.bdx;
-  for (sk_u32 i = id.bx * id.bdx + id.tx; i < p.s.k; i += stride) {
-    sk_u32 at = work[sparse_ptr_at(p) + i];
-    for (sk_u32 c = 0; c < p.chunks; ++c) {
-      SWISK_GLOBAL const sk_u32* starts = work + sparse_starts_at(p) + sk_u64(c) * (p.s.k + 1u);
-      SWISK_GLOBAL const sk_u32* sorted = work + sparse_sorted_at(p) + sk_u64(c) * p.sort;
-      for (sk_u32 e = starts[i]; e < starts[i + 1u]; ++e) work[at++] = sorted[e];
-    }
-  }
-}
-
-// The products take SWISK_SPARSE_ROWS rows of x or g per thread: S's words are read once per group of
-// rows, and a thread's sums are a register row.
+// The products take rows of x or g in groups, a thread's sums a register row: S's words are read once per
+// group. x S^T: SWISK_SPARSE_XROWS rows through shared tiles of SWISK_SPARSE_COLS columns (16 KiB of
+// fp32); g S: SWISK_SPARSE_ROWS rows through shared tiles of SWISK_SPARSE_KT values (16 KiB), for
+// SWISK_SPARSE_TCOLS columns per block.
 #define SWISK_SPARSE_ROWS 8
-#define SWISK_SPARSE_COLS 1024  // x S^T: columns of the rows' shared tile (32 KiB of fp32)
+#define SWISK_SPARSE_XROWS 16
+#define SWISK_SPARSE_COLS 256
+#define SWISK_SPARSE_KT 512
+#define SWISK_SPARSE_TCOLS 1024
 
 #if defined(SWISK_BARRIER)
-// x S^T: a block per (group of rows, SWISK_SPARSE_THREADS outputs i), a thread per i. The rows' values go
-// through shared memory a column tile at a time (rows past x's end as zeros, so no row needs a guard);
-// each thread walks its row of S (ascending columns) from tile to tile, so every sum runs in S's column
-// order, its next word loaded while the current one is applied. xs: SWISK_SPARSE_ROWS x SWISK_SPARSE_COLS.
+// x S^T: a block per (group of rows, SWISK_SPARSE_THREADS outputs i), a thread per i. Chunk by chunk: the
+// block's rows' starts and sorted words into shared memory (contiguous: the chunk is sorted by row), then
+// the chunk's columns a tile at a time, the rows' values in shared memory (rows past x's end as zeros, so
+// no row needs a guard); each thread applies its row's words in the tile, so every sum runs in S's column
+// order. xs: SWISK_SPARSE_XROWS x SWISK_SPARSE_COLS; ws: SWISK_SPARSE_SORT words, then the block's
+// SWISK_SPARSE_THREADS + 1 starts.
 template <typename T>
 SWISK_FN void sparse_apply_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const T* x,
-                                SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* xs) {
-  const sk_u32 R = SWISK_SPARSE_ROWS, C = SWISK_SPARSE_COLS, n = p.s.n, k = p.s.k, end = 0x7fffffffu;
+                                SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* xs,
+                                SWISK_TG sk_u32* ws) {
+  const sk_u32 R = SWISK_SPARSE_XROWS, C = SWISK_SPARSE_COLS, n = p.s.n, k = p.s.k;
   const sk_u32 groups = (p.rows + R - 1u) / R, outs = (k + id.bdx - 1u) / id.bdx;
-  SWISK_GLOBAL const sk_u32* ptr = work + sparse_ptr_at(p);
+  SWISK_TG sk_u32* st = ws + SWISK_SPARSE_SORT;
   for (sk_u32 gr = id.by; gr < groups; gr += id.gdy)
     for (sk_u32 ob = id.bx; ob < outs; ob += id.gdx) {
-      const sk_u32 b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R, i = ob * id.bdx + id.tx;
-      sk_u32 q = i < k ? ptr[i] : 0u;
-      const sk_u32 q1 = i < k ? ptr[i + 1u] : 0u;
-      sk_u32 w = q < q1 ? work[q] : end;  // the entry at q; past the row's last, a column past every tile
-      float acc[SWISK_SPARSE_ROWS];
+      const sk_u32 b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R, i0 = ob * id.bdx;
+      const sk_u32 ni = k - i0 < id.bdx ? k - i0 : id.bdx;
+      float acc[SWISK_SPARSE_XROWS];
       SWISK_UNROLL
       for (sk_u32 r = 0; r < R; ++r) acc[r] = 0.0f;
-      for (sk_u32 c0 = 0; c0 < n; c0 += C) {
-        const sk_u32 cols = n - c0 < C ? n - c0 : C;
-        SWISK_BARRIER();  // the previous tile is consumed
-        for (sk_u32 e = id.tx; e < R * C; e += id.bdx)
-          if (e % C < cols) xs[e] = e / C < nr ? float(x[sk_u64(b0 + e / C) * n + c0 + e % C]) : 0.0f;
+      for (sk_u32 c = 0; c < p.chunks; ++c) {
+        const sk_u32 j0 = c * p.chunk, cols = n - j0 < p.chunk ? n - j0 : p.chunk;
+        SWISK_GLOBAL const sk_u32* starts = work + sk_u64(c) * (k + 1u) + i0;
+        SWISK_GLOBAL const sk_u32* sorted = work + sparse_sorted_at(p) + sk_u64(c) * p.sort;
+        SWISK_BARRIER();  // the previous chunk's words are consumed
+        for (sk_u32 t = id.tx; t <= ni; t += id.bdx) st[t] = starts[t];
         SWISK_BARRIER();
-        for (;;) {
-          const sk_u32 c = (w & ~SWISK_SPARSE_SIGN) - c0;
-          if (c >= cols) break;
-          const sk_u32 next = q + 1u < q1 ? work[q + 1u] : end;
-          const float sign = sparse_sign_of(w);
-          SWISK_UNROLL
-          for (sk_u32 r = 0; r < R; ++r) acc[r] = sk_fma(sign, xs[r * C + c], acc[r]);
-          ++q;
-          w = next;
+        const sk_u32 base = st[0], count = st[ni] - base;
+        for (sk_u32 e = id.tx; e < count; e += id.bdx) ws[e] = sorted[base + e];
+        sk_u32 q = id.tx < ni ? st[id.tx] - base : 0u;
+        const sk_u32 q1 = id.tx < ni ? st[id.tx + 1u] - base : 0u;
+        for (sk_u32 t0 = 0; t0 < cols; t0 += C) {
+          const sk_u32 tc = cols - t0 < C ? cols - t0 : C, c0 = j0 + t0;
+          SWISK_BARRIER();  // the previous tile is consumed (and, first, the words are in)
+          for (sk_u32 e = id.tx; e < R * C; e += id.bdx)
+            if (e % C < tc) xs[e] = e / C < nr ? float(x[sk_u64(b0 + e / C) * n + c0 + e % C]) : 0.0f;
+          SWISK_BARRIER();
+          for (; q < q1; ++q) {
+            const sk_u32 w = ws[q], col = (w & ~SWISK_SPARSE_SIGN) - c0;
+            if (col >= tc) break;
+            const float sign = sparse_sign_of(w);
+            SWISK_UNROLL
+            for (sk_u32 r = 0; r < R; ++r) acc[r] = sk_fma(sign, xs[r * C + col], acc[r]);
+          }
+        }
+      }
+      const sk_u32 i = i0 + id.tx;
+      SWISK_UNROLL
+      for (sk_u32 r = 0; r < R; ++r)
+        if (id.tx < ni && r < nr) out[sk_u64(b0 + r) * k + i] = T(acc[r] * p.mult);
+    }
+}
+
+// g S: a block per (group of rows, SWISK_SPARSE_TCOLS columns j), a thread per SWISK_SPARSE_TCOLS /
+// SWISK_SPARSE_THREADS of them (consecutive threads on consecutive j). The rows of g go through shared
+// memory SWISK_SPARSE_KT values at a time (rows past g's end as zeros); per tile, each column's nnz words
+// (coalesced), each in the tile adding the rows' values at its row. gs: SWISK_SPARSE_ROWS x SWISK_SPARSE_KT.
+template <typename T>
+SWISK_FN void sparse_apply_t_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const T* g,
+                                  SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* gs) {
+  const sk_u32 R = SWISK_SPARSE_ROWS, KT = SWISK_SPARSE_KT, J = SWISK_SPARSE_TCOLS / SWISK_SPARSE_THREADS;
+  const sk_u32 n = p.s.n, k = p.s.k, groups = (p.rows + R - 1u) / R;
+  const sk_u32 blocks = (n + SWISK_SPARSE_TCOLS - 1u) / SWISK_SPARSE_TCOLS;
+  for (sk_u32 gr = id.by; gr < groups; gr += id.gdy)
+    for (sk_u32 jb = id.bx; jb < blocks; jb += id.gdx) {
+      const sk_u32 b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R, j0 = jb * SWISK_SPARSE_TCOLS + id.tx;
+      float acc[SWISK_SPARSE_TCOLS / SWISK_SPARSE_THREADS][SWISK_SPARSE_ROWS];
+      SWISK_UNROLL
+      for (sk_u32 u = 0; u < J; ++u) {
+        SWISK_UNROLL
+        for (sk_u32 r = 0; r < R; ++r) acc[u][r] = 0.0f;
+      }
+      for (sk_u32 t0 = 0; t0 < k; t0 += KT) {
+        const sk_u32 tk = k - t0 < KT ? k - t0 : KT;
+        SWISK_BARRIER();  // the previous tile is consumed
+        for (sk_u32 e = id.tx; e < R * KT; e += id.bdx)
+          if (e % KT < tk) gs[e] = e / KT < nr ? float(g[sk_u64(b0 + e / KT) * k + t0 + e % KT]) : 0.0f;
+        SWISK_BARRIER();
+        SWISK_UNROLL
+        for (sk_u32 u = 0; u < J; ++u) {
+          const sk_u32 j = j0 + u * SWISK_SPARSE_THREADS;
+          if (j >= n) continue;
+          for (sk_u32 m = 0; m < p.s.nnz; ++m) {
+            const sk_u32 w = work[sk_u64(m) * n + j], row = (w & ~SWISK_SPARSE_SIGN) - t0;
+            if (row >= tk) continue;
+            const float sign = sparse_sign_of(w);
+            SWISK_UNROLL
+            for (sk_u32 r = 0; r < R; ++r) acc[u][r] = sk_fma(sign, gs[r * KT + row], acc[u][r]);
+          }
         }
       }
       SWISK_UNROLL
-      for (sk_u32 r = 0; r < R; ++r)
-        if (i < k && r < nr) out[sk_u64(b0 + r) * k + i] = T(acc[r] * p.mult);
+      for (sk_u32 u = 0; u < J; ++u) {
+        const sk_u32 j = j0 + u * SWISK_SPARSE_THREADS;
+        SWISK_UNROLL
+        for (sk_u32 r = 0; r < R; ++r)
+          if (j < n && r < nr) out[sk_u64(b0 + r) * n + j] = T(acc[u][r] * p.mult);
+      }
     }
 }
 #endif
 
-// g S: a thread per (group of rows, column j), consecutive threads on consecutive j: column j's nnz words,
-// each adding the rows' values at its row.
-template <typename T>
-SWISK_FN void sparse_apply_t_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const T* g,
-                                  SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out) {
-  const sk_u32 R = SWISK_SPARSE_ROWS, n = p.s.n, k = p.s.k;
-  const sk_u32 groups = (p.rows + R - 1u) / R, blocks = (n + id.bdx - 1u) / id.bdx;
-  for (sk_u32 gr = id.by; gr < groups; gr += id.gdy)
-    for (sk_u32 jb = id.bx; jb < blocks; jb += id.gdx) {
-      const sk_u32 b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R, j = jb * id.bdx + id.tx;
-      if (j >= n) continue;
-      float acc[SWISK_SPARSE_ROWS];
-      SWISK_UNROLL
-      for (sk_u32 r = 0; r < R; ++r) acc[r] = 0.0f;
-      for (sk_u32 m = 0; m < p.s.nnz; ++m) {
-        const sk_u32 w = work[sk_u64(m) * n + j];
-        const float sign = sparse_sign_of(w);
-        SWISK_GLOBAL const T* at = g + sk_u64(b0) * k + (w & ~SWISK_SPARSE_SIGN);
-        SWISK_UNROLL
-        for (sk_u32 r = 0; r < R; ++r)
-          if (r < nr) acc[r] = sk_fma(sign, float(at[sk_u64(r) * k]), acc[r]);
-      }
-      SWISK_UNROLL
-      for (sk_u32 r = 0; r < R; ++r)
-        if (r < nr) out[sk_u64(b0 + r) * n + j] = T(acc[r] * p.mult);
-    }
-}
-
-// Grids: the table passes grid-stride over items, at most 4096 blocks of SWISK_SPARSE_THREADS (the
-// table kernel: SWISK_SKETCH_THREADS, for its shared rows); a block per chunk; one block for the scan;
-// the products (blocks of outputs, groups of rows): a row group's blocks launch together (x fastest),
-// sharing its rows in L2.
+// Grids: the table pass grid-strides over columns, at most 4096 blocks of SWISK_SKETCH_THREADS (for its
+// shared rows); a block per chunk for the sort; the products (blocks of outputs, groups of rows): a row
+// group's blocks launch together (x fastest), sharing its rows in L2.
 SWISK_HD SkGrid sparse_grid(sk_u64 items, sk_u32 threads) {
   const sk_u64 blocks = sk_tiles(items, threads);
   return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
@@ -262,5 +234,6 @@ SWISK_HD SkGrid sparse_sort_grid(SWISK_CONST SparseParams& p) {
   return sk_tile_grid(p.chunks > 4096 ? 4096 : p.chunks, 1);
 }
 SWISK_HD SkGrid sparse_apply_grid(SWISK_CONST SparseParams& p, bool transpose) {
-  return sk_tile_grid(sk_tiles(transpose ? p.s.n : p.s.k, SWISK_SPARSE_THREADS), sk_tiles(p.rows, SWISK_SPARSE_ROWS));
+  return transpose ? sk_tile_grid(sk_tiles(p.s.n, SWISK_SPARSE_TCOLS), sk_tiles(p.rows, SWISK_SPARSE_ROWS))
+                   : sk_tile_grid(sk_tiles(p.s.k, SWISK_SPARSE_THREADS), sk_tiles(p.rows, SWISK_SPARSE_XROWS));
 }
