@@ -102,10 +102,14 @@ __global__ void sparse_sort_kernel(SparseParams p, sk_u32* work) {
   sparse_sort_body(cuda_idx(), p, work, row_key, col_key);
 }
 template <typename T>
-__global__ void sparse_apply_kernel(SparseParams p, const T* x, const sk_u32* work, T* out) {
+__global__ void sparse_apply_kernel(SparseParams p, const T* x, sk_u32* work, T* out) {
   SWISK_SHARED(float, xs, SWISK_SPARSE_XROWS * SWISK_SPARSE_COLS);
   SWISK_SHARED(sk_u32, ws, SWISK_SPARSE_SORT + SWISK_SPARSE_THREADS + 1);
   sparse_apply_body<T>(cuda_idx(), p, x, work, out, xs, ws);
+}
+template <typename T>
+__global__ void sparse_sum_kernel(SparseParams p, const sk_u32* work, T* out) {
+  sparse_sum_body<T>(cuda_idx(), p, work, out);
 }
 template <typename T>
 __global__ void sparse_apply_t_kernel(SparseParams p, const T* g, const sk_u32* work, T* out) {
@@ -129,8 +133,16 @@ static void sparse_sketch(const SketchArgs& a) {
   const SkGrid outs = sparse_apply_grid(p, a.transpose);
   dispatch_float<false>(a.x.dtype, op, [&](auto tag) {
     using T = decltype(tag);
-    auto* apply = a.transpose ? &sparse_apply_t_kernel<T> : &sparse_apply_kernel<T>;
-    SWISK_LAUNCH(apply, to_dim3(outs), threads, a.launch.stream, p, a.x.ptr<const T>(), work, a.out.ptr<T>());
+    const T* x = a.x.ptr<const T>();
+    T* out = a.out.ptr<T>();
+    if (a.transpose) {
+      SWISK_LAUNCH(sparse_apply_t_kernel<T>, to_dim3(outs), threads, a.launch.stream, p, x, work, out);
+      return;
+    }
+    SWISK_LAUNCH(sparse_apply_kernel<T>, to_dim3(outs), threads, a.launch.stream, p, x, work, out);
+    if (p.splits > 1)
+      SWISK_LAUNCH(sparse_sum_kernel<T>, to_dim3(sparse_grid(sk_u64(p.rows) * p.s.k, SWISK_SPARSE_THREADS)), threads,
+                   a.launch.stream, p, work, out);
   });
 }
 

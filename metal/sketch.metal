@@ -102,11 +102,16 @@ kernel void sparse_sort_k(device uint* work [[buffer(0)]], constant SparseParams
   sparse_sort_body(SWISK_METAL_IDX, p, work, row_key, col_key);
 }
 template <typename T>
-kernel void sparse_apply_k(device const T* x [[buffer(0)]], device const uint* work [[buffer(1)]],
+kernel void sparse_apply_k(device const T* x [[buffer(0)]], device uint* work [[buffer(1)]],
                            device T* out [[buffer(2)]], constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
   SWISK_SHARED(float, xs, SWISK_SPARSE_XROWS * SWISK_SPARSE_COLS);
   SWISK_SHARED(sk_u32, ws, SWISK_SPARSE_SORT + SWISK_SPARSE_THREADS + 1);
   sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out, xs, ws);
+}
+template <typename T>
+kernel void sparse_sum_k(device const uint* work [[buffer(0)]], device T* out [[buffer(1)]],
+                         constant SparseParams& p [[buffer(2)]], SWISK_METAL_COORDS) {
+  sparse_sum_body<T>(SWISK_METAL_IDX, p, work, out);
 }
 template <typename T>
 kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint* work [[buffer(1)]],
@@ -122,7 +127,9 @@ kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint*
   SWISK_SPARSE_PASS(sparse_table, T, S)                                                                         \
   SWISK_SPARSE_PASS(sparse_sort, T, S)                                                                          \
   template SWISK_HOST_NAME("swisk_sparse_apply_" #S) kernel void sparse_apply_k<T>(                             \
-      device const T*, device const uint*, device T*, constant SparseParams&, SWISK_METAL_COORD_TYPES);          \
+      device const T*, device uint*, device T*, constant SparseParams&, SWISK_METAL_COORD_TYPES);                \
+  template SWISK_HOST_NAME("swisk_sparse_sum_" #S) kernel void sparse_sum_k<T>(                                 \
+      device const uint*, device T*, constant SparseParams&, SWISK_METAL_COORD_TYPES);                          \
   template SWISK_HOST_NAME("swisk_sparse_apply_t_" #S) kernel void sparse_apply_t_k<T>(                         \
       device const T*, device const uint*, device T*, constant SparseParams&, SWISK_METAL_COORD_TYPES);
 SWISK_SPARSE_INSTANTIATE(float, f32)

@@ -166,7 +166,8 @@ TEST(Sketch, SparseSignKernelIsTheOperator) {
 
 // Which route prepare picks for sparse-sign (metadata only, no data): swisk's kernels within the
 // bounds (the GPUs': n nnz within 2^23, the workspace within 2^24 words, rows of S within 4096 entries),
-// with the GPUs' workspace as sketch_sparse.h lays it out; tiles of S past them.
+// with the GPUs' workspace as sketch_sparse.h lays it out (x S^T's sums per range of chunks when its
+// blocks are few); tiles of S past them.
 TEST(Sketch, SparseSignRoutes) {
   struct Case { Backend be; int64_t k, n, nnz; bool kernel; };
   const Case cases[] = {
@@ -190,8 +191,12 @@ TEST(Sketch, SparseSignRoutes) {
       const int64_t chunk = std::min<int64_t>(t.n, 2048 / t.nnz), chunks = (t.n + chunk - 1) / chunk;
       int64_t sort = 1;
       while (sort < chunk * t.nnz) sort *= 2;
-      const int64_t entries = t.n * t.nnz;
-      EXPECT_EQ(c->work, transpose ? entries : (t.k + 1) * chunks + chunks * sort);
+      // x S^T's blocks (outputs / 256 x rows / 16) under 256: ranges of >= 4 chunks, sums within 2^22 values
+      const int64_t blocks = (t.k + 255) / 256;
+      int64_t splits = std::max<int64_t>(1, std::min({256 / blocks, (chunks + 3) / 4, (int64_t(1) << 22) / (3 * t.k)}));
+      splits = (chunks + (chunks + splits - 1) / splits - 1) / ((chunks + splits - 1) / splits);
+      const int64_t entries = t.n * t.nnz, sums = splits > 1 ? splits * 3 * t.k : 0;
+      EXPECT_EQ(c->work, transpose ? entries : (t.k + 1) * chunks + chunks * sort + sums);
     }
   SketchArgs a;  // more rows than the kernels count: refused before any route
   a.x = make_view(none, {int64_t(1) << 32, 4});

@@ -43,7 +43,11 @@ SWISK_SPARSE_THUNK(sparse_sort)
 
 template <typename T>
 void sparse_apply_thunk(void* const* b, const void* p) {
-  sparse_apply_k<T>((const T*)b[0], (const uint*)b[1], (T*)b[2], *(const SparseParams*)p, SWISK_COORDS);
+  sparse_apply_k<T>((const T*)b[0], (uint*)b[1], (T*)b[2], *(const SparseParams*)p, SWISK_COORDS);
+}
+template <typename T>
+void sparse_sum_thunk(void* const* b, const void* p) {
+  sparse_sum_k<T>((const uint*)b[0], (T*)b[1], *(const SparseParams*)p, SWISK_COORDS);
 }
 template <typename T>
 void sparse_apply_t_thunk(void* const* b, const void* p) {
@@ -60,5 +64,5 @@ void sparse_apply_t_thunk(void* const* b, const void* p) {
       SWISK_EMU_KERNEL(srht_out, srht_out_thunk), SWISK_EMU_KERNEL(srht_t_in, srht_t_in_thunk),        \
       SWISK_EMU_KERNEL(srht_t_out, srht_t_out_thunk), SWISK_EMU_KERNEL(srht_tables, srht_tables_thunk),    \
       SWISK_EMU_KERNEL(sparse_table, sparse_table_thunk), SWISK_EMU_KERNEL(sparse_sort, sparse_sort_thunk),   \
-      SWISK_EMU_KERNEL(sparse_apply, sparse_apply_thunk), \
+      SWISK_EMU_KERNEL(sparse_apply, sparse_apply_thunk), SWISK_EMU_KERNEL(sparse_sum, sparse_sum_thunk), \
       SWISK_EMU_KERNEL(sparse_apply_t, sparse_apply_t_thunk),

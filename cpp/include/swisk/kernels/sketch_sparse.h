@@ -11,6 +11,15 @@
 #define SWISK_SPARSE_SORT 2048  // entries per chunk: the sort's shared keys, 2 words each
 #define SWISK_SPARSE_THREADS 256
 #define SWISK_SPARSE_SIGN 0x80000000u  // an entry word: its column (or row) | this bit when negative
+// The products take rows of x or g in groups, a thread's sums a register row: S's words are read once per
+// group. x S^T: SWISK_SPARSE_XROWS rows through shared tiles of SWISK_SPARSE_COLS columns (16 KiB of
+// fp32); g S: SWISK_SPARSE_ROWS rows through shared tiles of SWISK_SPARSE_KT values (16 KiB), for
+// SWISK_SPARSE_TCOLS columns per block.
+#define SWISK_SPARSE_ROWS 8
+#define SWISK_SPARSE_XROWS 16
+#define SWISK_SPARSE_COLS 256
+#define SWISK_SPARSE_KT 512
+#define SWISK_SPARSE_TCOLS 1024
 
 struct SparseParams {
   SketchParams s;    // the operator: k, n, seed, nnz, scale (rows = k, cols = n)
@@ -19,15 +28,22 @@ struct SparseParams {
   sk_u32 chunks;     // ceil(n / chunk)
   sk_u32 sort;       // a chunk's sort width: a power of two >= chunk * nnz, <= SWISK_SPARSE_SORT
   float mult;        // the entries' magnitude in the op's dtype
-  sk_u32 pad[3];
+  sk_u32 splits;     // x S^T: ranges of chunks summed apart (few blocks otherwise), then in order
+  sk_u32 per_split;  // chunks per range
+  sk_u32 pad;
 };
 
 // The workspace, in 32-bit words. x S^T: each chunk's row starts (k + 1 per chunk: where row i begins in
-// its sorted entries, the last its count), then each chunk's sorted entries (sort per chunk, column |
-// sign). g S: the column table, step m of column j at m n + j (row | sign).
+// its sorted entries, the last its count), each chunk's sorted entries (sort per chunk, column | sign),
+// then with several splits each split's sums (rows x k fp32 bits per split). g S: the column table, step
+// m of column j at m n + j (row | sign).
 SWISK_HD sk_u64 sparse_sorted_at(SWISK_CONST SparseParams& p) { return sk_u64(p.chunks) * (p.s.k + 1u); }
+SWISK_HD sk_u64 sparse_part_at(SWISK_CONST SparseParams& p) {
+  return sparse_sorted_at(p) + sk_u64(p.chunks) * p.sort;
+}
 SWISK_HD sk_u64 sparse_work_words(SWISK_CONST SparseParams& p, bool transpose) {
-  return transpose ? sk_u64(p.s.n) * p.s.nnz : sparse_sorted_at(p) + sk_u64(p.chunks) * p.sort;
+  if (transpose) return sk_u64(p.s.n) * p.s.nnz;
+  return sparse_part_at(p) + (p.splits > 1u ? sk_u64(p.splits) * p.rows * p.s.k : 0u);
 }
 
 // The chunking of an operator (s: the whole k x n tile of sketch_params).
@@ -41,7 +57,22 @@ SWISK_HD SparseParams sparse_params(SketchParams s, sk_u32 rows, float mult) {
   p.sort = 1u;
   while (p.sort < p.chunk * s.nnz) p.sort *= 2u;
   p.mult = mult;
-  p.pad[0] = p.pad[1] = p.pad[2] = 0u;
+  // x S^T's blocks: (k / SWISK_SPARSE_THREADS) x (rows / SWISK_SPARSE_XROWS). Under 256 of them, ranges of
+  // at least 4 chunks each go to blocks of their own, their sums within 2^22 values (a choice from the
+  // shape alone, so a shape sums in one order on every GPU).
+  const sk_u64 blocks = sk_u64((s.k + SWISK_SPARSE_THREADS - 1u) / SWISK_SPARSE_THREADS) *
+                        ((rows + SWISK_SPARSE_XROWS - 1u) / SWISK_SPARSE_XROWS);
+  sk_u64 splits = 1u;
+  if (blocks > 0u && blocks < 256u) {
+    splits = 256u / blocks;
+    const sk_u64 most = (p.chunks + 3u) / 4u, cap = (sk_u64(1) << 22) / (sk_u64(rows) * s.k);
+    splits = splits < most ? splits : most;
+    splits = splits < cap ? splits : cap;
+    splits = splits < 1u ? 1u : splits;
+  }
+  p.per_split = sk_u32((p.chunks + splits - 1u) / splits);
+  p.splits = (p.chunks + p.per_split - 1u) / p.per_split;
+  p.pad = 0u;
   return p;
 }
 
@@ -110,38 +141,31 @@ SWISK_FN void sparse_sort_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOB
 }
 #endif
 
-// The products take rows of x or g in groups, a thread's sums a register row: S's words are read once per
-// group. x S^T: SWISK_SPARSE_XROWS rows through shared tiles of SWISK_SPARSE_COLS columns (16 KiB of
-// fp32); g S: SWISK_SPARSE_ROWS rows through shared tiles of SWISK_SPARSE_KT values (16 KiB), for
-// SWISK_SPARSE_TCOLS columns per block.
-#define SWISK_SPARSE_ROWS 8
-#define SWISK_SPARSE_XROWS 16
-#define SWISK_SPARSE_COLS 256
-#define SWISK_SPARSE_KT 512
-#define SWISK_SPARSE_TCOLS 1024
-
 #if defined(SWISK_BARRIER)
-// x S^T: a block per (group of rows, SWISK_SPARSE_THREADS outputs i), a thread per i. Chunk by chunk: the
+// x S^T: a block per (group of rows, SWISK_SPARSE_THREADS outputs i, range of chunks), a thread per i.
+// Chunk by chunk: the
 // block's rows' starts and sorted words into shared memory (contiguous: the chunk is sorted by row), then
 // the chunk's columns a tile at a time, the rows' values in shared memory (rows past x's end as zeros, so
 // no row needs a guard); each thread applies its row's words in the tile, so every sum runs in S's column
-// order. xs: SWISK_SPARSE_XROWS x SWISK_SPARSE_COLS; ws: SWISK_SPARSE_SORT words, then the block's
-// SWISK_SPARSE_THREADS + 1 starts.
+// order. With one range the sums, scaled, are the outputs; with several, each range's go to the
+// workspace and sparse_sum_body adds them in range order. xs: SWISK_SPARSE_XROWS x SWISK_SPARSE_COLS;
+// ws: SWISK_SPARSE_SORT words, then the block's SWISK_SPARSE_THREADS + 1 starts.
 template <typename T>
 SWISK_FN void sparse_apply_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const T* x,
-                                SWISK_GLOBAL const sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* xs,
+                                SWISK_GLOBAL sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* xs,
                                 SWISK_TG sk_u32* ws) {
   const sk_u32 R = SWISK_SPARSE_XROWS, C = SWISK_SPARSE_COLS, n = p.s.n, k = p.s.k;
   const sk_u32 groups = (p.rows + R - 1u) / R, outs = (k + id.bdx - 1u) / id.bdx;
   SWISK_TG sk_u32* st = ws + SWISK_SPARSE_SORT;
-  for (sk_u32 gr = id.by; gr < groups; gr += id.gdy)
+  for (sk_u32 gs = id.by; gs < groups * p.splits; gs += id.gdy)
     for (sk_u32 ob = id.bx; ob < outs; ob += id.gdx) {
-      const sk_u32 b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R, i0 = ob * id.bdx;
+      const sk_u32 gr = gs / p.splits, sp = gs % p.splits, b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R;
+      const sk_u32 i0 = ob * id.bdx, c1 = (sp + 1u) * p.per_split < p.chunks ? (sp + 1u) * p.per_split : p.chunks;
       const sk_u32 ni = k - i0 < id.bdx ? k - i0 : id.bdx;
       float acc[SWISK_SPARSE_XROWS];
       SWISK_UNROLL
       for (sk_u32 r = 0; r < R; ++r) acc[r] = 0.0f;
-      for (sk_u32 c = 0; c < p.chunks; ++c) {
+      for (sk_u32 c = sp * p.per_split; c < c1; ++c) {
         const sk_u32 j0 = c * p.chunk, cols = n - j0 < p.chunk ? n - j0 : p.chunk;
         SWISK_GLOBAL const sk_u32* starts = work + sk_u64(c) * (k + 1u) + i0;
         SWISK_GLOBAL const sk_u32* sorted = work + sparse_sorted_at(p) + sk_u64(c) * p.sort;
@@ -168,10 +192,27 @@ SWISK_FN void sparse_apply_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLO
         }
       }
       const sk_u32 i = i0 + id.tx;
+      SWISK_GLOBAL sk_u32* part = work + sparse_part_at(p) + sk_u64(sp) * p.rows * k;
       SWISK_UNROLL
       for (sk_u32 r = 0; r < R; ++r)
-        if (id.tx < ni && r < nr) out[sk_u64(b0 + r) * k + i] = T(acc[r] * p.mult);
+        if (id.tx < ni && r < nr) {
+          if (p.splits == 1u) out[sk_u64(b0 + r) * k + i] = T(acc[r] * p.mult);
+          else part[sk_u64(b0 + r) * k + i] = sk_float_bits(acc[r]);
+        }
     }
+}
+
+// x S^T over several ranges: a thread per output, the ranges' sums added in order, then scaled.
+template <typename T>
+SWISK_FN void sparse_sum_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const sk_u32* work,
+                              SWISK_GLOBAL T* out) {
+  SWISK_GLOBAL const sk_u32* part = work + sparse_part_at(p);
+  const sk_u64 total = sk_u64(p.rows) * p.s.k, stride = sk_u64(id.gdx) * id.bdx;
+  for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < total; e += stride) {
+    float sum = sk_bits_float(part[e]);
+    for (sk_u32 sp = 1; sp < p.splits; ++sp) sum += sk_bits_float(part[sp * total + e]);
+    out[e] = T(sum * p.mult);
+  }
 }
 
 // g S: a block per (group of rows, SWISK_SPARSE_TCOLS columns j), a thread per SWISK_SPARSE_TCOLS /
@@ -235,5 +276,6 @@ SWISK_HD SkGrid sparse_sort_grid(SWISK_CONST SparseParams& p) {
 }
 SWISK_HD SkGrid sparse_apply_grid(SWISK_CONST SparseParams& p, bool transpose) {
   return transpose ? sk_tile_grid(sk_tiles(p.s.n, SWISK_SPARSE_TCOLS), sk_tiles(p.rows, SWISK_SPARSE_ROWS))
-                   : sk_tile_grid(sk_tiles(p.s.k, SWISK_SPARSE_THREADS), sk_tiles(p.rows, SWISK_SPARSE_XROWS));
+                   : sk_tile_grid(sk_tiles(p.s.k, SWISK_SPARSE_THREADS),
+                                  sk_u64(p.splits) * sk_tiles(p.rows, SWISK_SPARSE_XROWS));
 }
