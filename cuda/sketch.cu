@@ -113,8 +113,7 @@ __global__ void sparse_sum_kernel(SparseParams p, const sk_u32* work, T* out) {
 }
 template <typename T>
 __global__ void sparse_apply_t_kernel(SparseParams p, const T* g, const sk_u32* work, T* out) {
-  SWISK_SHARED(float, gs, SWISK_SPARSE_ROWS * SWISK_SPARSE_KT);
-  sparse_apply_t_body<T>(cuda_idx(), p, g, work, out, gs);
+  sparse_apply_t_body<T>(cuda_idx(), p, g, work, out);
 }
 
 static void sparse_sketch(const SketchArgs& a) {

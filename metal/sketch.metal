@@ -116,8 +116,7 @@ kernel void sparse_sum_k(device const uint* work [[buffer(0)]], device T* out [[
 template <typename T>
 kernel void sparse_apply_t_k(device const T* g [[buffer(0)]], device const uint* work [[buffer(1)]],
                              device T* out [[buffer(2)]], constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
-  SWISK_SHARED(float, gs, SWISK_SPARSE_ROWS * SWISK_SPARSE_KT);
-  sparse_apply_t_body<T>(SWISK_METAL_IDX, p, g, work, out, gs);
+  sparse_apply_t_body<T>(SWISK_METAL_IDX, p, g, work, out);
 }
 
 #define SWISK_SPARSE_PASS(name, T, S)                                                                     \

@@ -45,7 +45,9 @@ CASES = {
     "fwht_4096": lambda: _fwht(torch.float32, 4096), "fwht_8192": lambda: _fwht(torch.float32, 8192),
     "fwht_16384": lambda: _fwht(torch.float32, 16384), "fwht_32768": lambda: _fwht(torch.float32, 32768),
     "sparse_f32": lambda: _sparse(torch.float32), "sparse_bf16": lambda: _sparse(torch.bfloat16),
-    "sparse_t_f32": lambda: _sparse(torch.float32, True),
+    "sparse_t_f32": lambda: _sparse(torch.float32, True), "sparse_t_bf16": lambda: _sparse(torch.bfloat16, True),
+    "sparse_b64_f32": lambda: _sparse(torch.float32, b=64, n=65536),
+    "sparse_b64_t_f32": lambda: _sparse(torch.float32, True, b=64, n=65536),
 }
 
 

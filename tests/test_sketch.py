@@ -192,14 +192,24 @@ def test_column_tiles_are_bounded(monkeypatch, rng, kind):
     torch.testing.assert_close(gx, g @ s, rtol=1e-12, atol=1e-12)
 
 
+def _cuda_takes_tiles(backend, dtype, k, nnz, transpose):
+    """CUDA's rule (cpp/src/sketch.cpp, from an H200's run): the GEMM over tiles of S where k / nnz is under
+    96 (x S^T) or 32 (g S) in fp32, 768 or 256 in fp16/bf16."""
+    if backend not in ("cuda", "cuda-emu"):
+        return False
+    half = dtype in (torch.float16, torch.bfloat16)
+    return k < (256 if half else 32) * nnz if transpose else k < (768 if half else 96) * nnz
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
-def test_sparse_sign_takes_no_tiles(backend, monkeypatch, rng, dtype):
-    """Sparse-sign runs swisk's kernels on every backend, never a tile of S: x S^T and g S equal the
-    formulation's. The CPU's (a column table, nnz multiply-adds per column): row counts around the vector
-    width (8 fp64 lanes, 16 fp32), columns past one 4096-column tile, the same bits at 1 and 2 threads.
-    The GPUs' (S sorted by rows in chunks of 2048 / nnz columns, then a gather per output, 8 rows of x
-    at a time, x in tiles of 1024 columns): one and several chunks and tiles, the last partial, rows of S
-    with no entries (k > n nnz). nnz from 1 (CountSketch) to k."""
+def test_sparse_sign_kernels_or_tiles(backend, monkeypatch, rng, dtype):
+    """Sparse-sign runs swisk's kernels, never a tile of S, on the CPU and Metal, and on CUDA where its rule
+    keeps them (else the GEMM over tiles): x S^T and g S equal the formulation's either way. The CPU's (a
+    column table, nnz multiply-adds per column): row counts around the vector width (8 fp64 lanes, 16 fp32),
+    columns past one 4096-column tile, the same bits at 1 and 2 threads. The GPUs' (S sorted by rows in
+    chunks of 2048 / nnz columns; 16 rows of x at a time through tiles of 256 columns; ranges of chunks
+    summed apart when the blocks are few): one and several chunks and tiles, the last partial, rows of S
+    with no entries (k > n nnz), a second block of 256 outputs. nnz from 1 (CountSketch) to k."""
     if dtype == torch.float64 and backend != "cpu":
         pytest.skip("float64 is CPU-only")
     dev = testing.device_of(backend)
@@ -207,7 +217,9 @@ def test_sparse_sign_takes_no_tiles(backend, monkeypatch, rng, dtype):
     threads = torch.get_num_threads()
     tol = {torch.float64: 1e-12, torch.float32: 2e-5, torch.bfloat16: 2e-2}[dtype]
     big = (11, 1500, 33, 8) if backend in ("cuda-emu", "metal-emu") else (17, 4200, 33, 8)  # 6 / 17 GPU chunks
-    cases = ((1, 5, 3, 3), (7, 100, 20, 1), big, (33, 300, 64, 64), (2, 3, 40, 3))
+    cases = ((1, 5, 3, 3), (7, 100, 20, 1), big, (33, 300, 64, 64), (2, 3, 40, 3), (3, 700, 300, 2),
+             (2, 40, 800, 1))
+    kernels = 0
     try:
         for rows, n, k, nnz in cases:
             seed = int(torch.randint(0, 2**62, (), generator=rng))
@@ -217,8 +229,15 @@ def test_sparse_sign_takes_no_tiles(backend, monkeypatch, rng, dtype):
             got = []
             for t in (1, 2) if backend == "cpu" else (threads,):
                 torch.set_num_threads(t)
-                got.append((swisk.ops.sparse_sign_sketch(x.to(dev, dtype), k, nnz, seed).cpu(),
-                            torch.ops.swisk.sketch_transpose(g.to(dev, dtype), "sparse_sign", n, seed, nnz).cpu()))
+                shapes.clear()
+                y = swisk.ops.sparse_sign_sketch(x.to(dev, dtype), k, nnz, seed).cpu()
+                assert bool(shapes) == _cuda_takes_tiles(backend, dtype, k, nnz, False), (k, nnz)
+                shapes.clear()
+                gx = torch.ops.swisk.sketch_transpose(g.to(dev, dtype), "sparse_sign", n, seed, nnz).cpu()
+                assert bool(shapes) == _cuda_takes_tiles(backend, dtype, k, nnz, True), (k, nnz)
+                got.append((y, gx))
+            kernels += 2 - _cuda_takes_tiles(backend, dtype, k, nnz, False) - _cuda_takes_tiles(backend, dtype, k,
+                                                                                                  nnz, True)
             assert all(torch.equal(a, b) for a, b in zip(got[0], got[-1]))
             y, gx = got[0]
             assert y.dtype == dtype and y.shape == (rows, k) and gx.shape == (rows, n)
@@ -226,12 +245,15 @@ def test_sparse_sign_takes_no_tiles(backend, monkeypatch, rng, dtype):
             torch.testing.assert_close(gx.double(), g.to(dtype).double() @ S, rtol=tol, atol=tol * 10)
     finally:
         torch.set_num_threads(threads)
+    assert kernels >= 2  # every backend runs its kernels on some case
+    shapes.clear()
     x = torch.randn(4, 300, generator=rng, dtype=dtype).to(dev).requires_grad_()
     gy = torch.randn(4, 6, generator=rng, dtype=torch.float64)
     swisk.ops.sparse_sign_sketch(x, 6, 3, 8).backward(gy.to(dev, dtype))  # autograd's backward: the transpose
     S = ref.sketch_matrix("sparse_sign", 6, 300, 8, torch.float64, "cpu", 3)
     torch.testing.assert_close(x.grad.cpu().double(), gy.to(dtype).double() @ S, rtol=tol, atol=tol * 10)
-    assert shapes == [] and getattr(x, "_swisk_sketch", None) is None
+    assert bool(shapes) == _cuda_takes_tiles(backend, dtype, 6, 3, False)
+    assert getattr(x, "_swisk_sketch", None) is None
 
 
 def test_sparse_sign_tables_follow_the_operator(rng):

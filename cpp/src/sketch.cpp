@@ -124,8 +124,18 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
     s.k = sk_u32(k), s.n = sk_u32(n), s.nnz = sk_u32(a.nnz);
     words = int64_t(sparse_work_words(sparse_params(s, 0, 1.0f), false));
   }
-  const bool sparse = sparse_kind && (b == Backend::cpu ? k <= (int64_t(1) << 18)
-                                                        : words <= (int64_t(1) << 24) && n * a.nnz <= 4096 * k);
+  // On CUDA, from an H200's run (benchmarks/README.md): the kernels applied 2.9e11 (row of x, entry of S)
+  // pairs a second in x S^T and 1.0e12 in g S, cuBLAS 48 TFLOP/s in fp32 and 418 in bf16 over tiles of S;
+  // so the kernels while k / nnz (the GEMM's multiply-adds per pair) reaches x S^T's 96 (fp32) or 768
+  // (fp16, bf16), g S's 32 or 256. Metal, never measured, keeps them.
+  bool gemm_faster = false;
+  if (b == Backend::cuda || b == Backend::cuda_emu) {
+    const bool half = a.x.dtype == DType::f16 || a.x.dtype == DType::bf16;
+    gemm_faster = k < (a.transpose ? (half ? 256 : 32) : (half ? 768 : 96)) * a.nnz;
+  }
+  const bool sparse = sparse_kind && !gemm_faster &&
+                      (b == Backend::cpu ? k <= (int64_t(1) << 18)
+                                         : words <= (int64_t(1) << 24) && n * a.nnz <= 4096 * k);
   if (sparse && a.x.numel() > 0) check_contiguous(op, "x", a.x);
   auto c = sparse ? make_call(op, a, b) : make_plan_call(a, b, nullptr);
   if (sparse && b != Backend::cpu && a.x.numel() > 0)

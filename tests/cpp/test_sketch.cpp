@@ -123,13 +123,14 @@ TEST(Sketch, TilesAreBlocksOfTheWhole) {
 // k-side tile (k * 16 * 4 <= 8192 bytes) and one past it. The GPUs' (both emulators): several sorted
 // chunks (2048 / nnz columns each, the last partial), rows with no entries (k > n nnz), nnz = k, groups
 // of 16 rows for x S^T and 8 for g S (the last partial), several 256-column tiles of x in a chunk, a
-// second block of outputs (k > 256, partial), g S over two 512-value tiles of g (k > 512).
+// second block of outputs (k > 256, partial), a long k (600) for g S. CUDA's emulator takes the shapes its
+// rule keeps for the kernels (k / nnz >= 96 for x S^T, 32 for g S: the last three for both), Metal's all.
 TEST(Sketch, SparseSignKernelIsTheOperator) {
   struct Shape { int64_t rows, n, k, nnz; };
   for (const Backend be : kHost)
     for (const Shape sh : {Shape{1, 9, 5, 2}, Shape{17, 4200, 129, 8}, Shape{33, 300, 7, 7}, Shape{2, 3, 40, 3},
-                           Shape{9, 2100, 20, 4}, Shape{3, 700, 300, 2},
-                           Shape{2, 40, 600, 3}}) {
+                           Shape{9, 2100, 20, 4}, Shape{3, 700, 300, 2}, Shape{2, 40, 600, 3},
+                           Shape{1, 9, 200, 2}, Shape{33, 300, 100, 1}, Shape{5, 2100, 400, 4}}) {
       const int64_t rows = sh.rows, n = sh.n, k = sh.k;
       if (be != Backend::cpu && rows * n > 20000) continue;  // the emulators: a smaller case
       const auto S = whole<float>(Backend::cpu, "sparse_sign", k, n, sh.nnz);
@@ -146,7 +147,9 @@ TEST(Sketch, SparseSignKernelIsTheOperator) {
         a.k = k, a.n = n, a.seed = kSeed, a.nnz = sh.nnz, a.transpose = transpose;
         a.launch.backend = be;
         auto c = sketch_prepare(a, be);
-        EXPECT_FALSE(c->plan_only);
+        const bool tiles = be == Backend::cuda_emu && k < (transpose ? 32 : 96) * sh.nnz;  // CUDA's rule
+        EXPECT_EQ(c->plan_only, tiles);
+        if (tiles) continue;
         std::vector<float> work(size_t(c->work), 5.0f);
         a.work = make_view(work, {int64_t(work.size())});
         run_prepared(*c, transpose ? "sketch_transpose" : "sketch", {&a.x, &a.out, &a.work});
@@ -165,29 +168,38 @@ TEST(Sketch, SparseSignKernelIsTheOperator) {
 }
 
 // Which route prepare picks for sparse-sign (metadata only, no data): swisk's kernels within the
-// bounds (the GPUs': n nnz within 2^23, the workspace within 2^24 words, rows of S within 4096 entries),
-// with the GPUs' workspace as sketch_sparse.h lays it out (x S^T's sums per range of chunks when its
-// blocks are few); tiles of S past them.
+// bounds (the GPUs': n nnz within 2^23, the workspace within 2^24 words, rows of S within 4096 entries;
+// CUDA's: k / nnz of at least 96 (x S^T) and 32 (g S) in fp32, 768 and 256 in bf16), with the GPUs'
+// workspace as sketch_sparse.h lays it out (x S^T's sums per range of chunks when its blocks are few);
+// tiles of S past them.
 TEST(Sketch, SparseSignRoutes) {
-  struct Case { Backend be; int64_t k, n, nnz; bool kernel; };
+  struct Case { Backend be; int64_t k, n, nnz; bool half, kernel, kernel_t; };
+  const Backend cpu = Backend::cpu, cuda = Backend::cuda_emu, metal = Backend::metal_emu;
   const Case cases[] = {
-      {Backend::cpu, 1000, 16384, 8, true},        {Backend::cpu, (1 << 18) + 1, 4096, 8, false},
-      {Backend::cpu, 16, (1 << 20) + 1, 8, false}, {Backend::cuda_emu, 1000, 16384, 8, true},
-      {Backend::metal_emu, 1000, 16384, 8, true},  {Backend::cuda_emu, 16, (1 << 20) + 1, 8, false},
-      {Backend::cuda_emu, 1 << 20, 1 << 16, 1, false},  // 32 chunks x (k + 1) row starts: past 2^24 words
-      {Backend::cuda_emu, (1 << 18) + 1, 4096, 8, true},
-      {Backend::metal_emu, 128, 1 << 16, 8, true},   // rows of S of 4096 entries
-      {Backend::metal_emu, 127, 1 << 16, 8, false}};  // 4128: tiles
+      {cpu, 1000, 16384, 8, false, true, true},          {cpu, (1 << 18) + 1, 4096, 8, false, false, false},
+      {cpu, 16, (1 << 20) + 1, 8, false, false, false},  {cuda, 1000, 16384, 8, false, true, true},
+      {metal, 1000, 16384, 8, false, true, true},        {cuda, 16, (1 << 20) + 1, 8, false, false, false},
+      {cuda, 1 << 20, 1 << 16, 1, false, false, false},  // 32 chunks x (k + 1) row starts: past 2^24 words
+      {cuda, (1 << 18) + 1, 4096, 8, false, true, true},
+      {metal, 128, 1 << 16, 8, false, true, true},    // rows of S of 4096 entries
+      {metal, 127, 1 << 16, 8, false, false, false},  // 4128: tiles
+      {cuda, 767, 16384, 8, false, false, true},      // CUDA's k / nnz: under 96 (x S^T), 32 (g S) at 95.9
+      {cuda, 255, 16384, 8, false, false, false},     {cuda, 256, 16384, 8, false, false, true},
+      {cuda, 1000, 16384, 8, true, false, false},     // bf16: 768 and 256
+      {cuda, 2048, 16384, 8, true, false, true},      {cuda, 6144, 16384, 8, true, true, true},
+      {metal, 1000, 16384, 8, true, true, true}};
   std::vector<float> none;
   for (const Case& t : cases)
     for (bool transpose : {false, true}) {
       SketchArgs a;
       a.x = make_view(none, {3, transpose ? t.k : t.n});
+      if (t.half) a.x.dtype = DType::bf16;
       a.kind = "sparse_sign";
       a.k = t.k, a.n = t.n, a.seed = kSeed, a.nnz = t.nnz, a.transpose = transpose;
       auto c = sketch_prepare(a, t.be);
-      EXPECT_EQ(c->plan_only, !t.kernel);
-      if (!t.kernel || t.be == Backend::cpu) continue;
+      const bool kernel = transpose ? t.kernel_t : t.kernel;
+      EXPECT_EQ(c->plan_only, !kernel);
+      if (!kernel || t.be == Backend::cpu) continue;
       const int64_t chunk = std::min<int64_t>(t.n, 2048 / t.nnz), chunks = (t.n + chunk - 1) / chunk;
       int64_t sort = 1;
       while (sort < chunk * t.nnz) sort *= 2;
