@@ -113,6 +113,20 @@ class _Prepared:
         return entry
 
 
+_EMULATORS = ("cuda-emu", "metal-emu")
+
+
+def _poison(tensors) -> None:
+    """Fills fresh outputs and workspaces on the emulators with NaN (all bits set for integers), so that a
+    kernel leaving an output value unwritten, or reading scratch it did not write, fails the tests there."""
+    for t in tensors:
+        if t is not None and t.numel():
+            if t.is_floating_point():
+                t.fill_(float("nan"))
+            else:
+                t.view(torch.uint8).fill_(255)
+
+
 def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     """Prepare (cached), allocate (or take `outs`: contiguous, of the prepared shapes), launch."""
     tensors = _inputs(spec, args)
@@ -124,8 +138,10 @@ def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
         entry.call.check([0 if t is None else t.data_ptr() for t in tensors])
         return spec.composite(tensors, scalars)
     dtype, device = x.dtype, x.device
+    fresh = []  # what the kernels must write before they read it
     if outs is None:
         outs = [(torch.zeros if z else torch.empty)(s, dtype=dtype, device=device) for s, z in entry.outputs]
+        fresh = [o for o, (_, z) in zip(outs, entry.outputs) if not z]
     else:
         for o, (_, z) in zip(outs, entry.outputs):
             if z:
@@ -134,6 +150,9 @@ def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     if entry.work is not None:
         n, wd = entry.work
         everything.append(torch.empty(n, dtype=wd, device=device) if n else None)
+        fresh.append(everything[-1])
+    if backend in _EMULATORS:  # what compute-sanitizer's initcheck sees on a GPU: a value never written
+        _poison(fresh)
     dispatches = entry.launch([0 if t is None else t.data_ptr() for t in everything], _backend.stream_for(x))
     if dispatches:
         _backend.run_metal_dispatches(dispatches, everything, backend)
