@@ -103,9 +103,8 @@ __global__ void sparse_sort_kernel(SparseParams p, sk_u32* work) {
 }
 template <typename T>
 __global__ void sparse_apply_kernel(SparseParams p, const T* x, sk_u32* work, T* out) {
-  SWISK_SHARED(float, xs, SWISK_SPARSE_XROWS * SWISK_SPARSE_COLS);
-  SWISK_SHARED(sk_u32, ws, SWISK_SPARSE_SORT + SWISK_SPARSE_THREADS + 1);
-  sparse_apply_body<T>(cuda_idx(), p, x, work, out, xs, ws);
+  SWISK_SHARED(float, xs, SWISK_SPARSE_ROWS * SWISK_SPARSE_COLS);
+  sparse_apply_body<T>(cuda_idx(), p, x, work, out, xs);
 }
 template <typename T>
 __global__ void sparse_sum_kernel(SparseParams p, const sk_u32* work, T* out) {

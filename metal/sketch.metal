@@ -104,9 +104,8 @@ kernel void sparse_sort_k(device uint* work [[buffer(0)]], constant SparseParams
 template <typename T>
 kernel void sparse_apply_k(device const T* x [[buffer(0)]], device uint* work [[buffer(1)]],
                            device T* out [[buffer(2)]], constant SparseParams& p [[buffer(3)]], SWISK_METAL_COORDS) {
-  SWISK_SHARED(float, xs, SWISK_SPARSE_XROWS * SWISK_SPARSE_COLS);
-  SWISK_SHARED(sk_u32, ws, SWISK_SPARSE_SORT + SWISK_SPARSE_THREADS + 1);
-  sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out, xs, ws);
+  SWISK_SHARED(float, xs, SWISK_SPARSE_ROWS * SWISK_SPARSE_COLS);
+  sparse_apply_body<T>(SWISK_METAL_IDX, p, x, work, out, xs);
 }
 template <typename T>
 kernel void sparse_sum_k(device const uint* work [[buffer(0)]], device T* out [[buffer(1)]],

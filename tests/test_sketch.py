@@ -207,7 +207,7 @@ def test_sparse_sign_kernels_or_tiles(backend, monkeypatch, rng, dtype):
     keeps them (else the GEMM over tiles): x S^T and g S equal the formulation's either way. The CPU's (a
     column table, nnz multiply-adds per column): row counts around the vector width (8 fp64 lanes, 16 fp32),
     columns past one 4096-column tile, the same bits at 1 and 2 threads. The GPUs' (S sorted by rows in
-    chunks of 2048 / nnz columns; 16 rows of x at a time through tiles of 256 columns; ranges of chunks
+    chunks of 2048 / nnz columns; 8 rows of x at a time through tiles of 1024 columns; ranges of chunks
     summed apart when the blocks are few): one and several chunks and tiles, the last partial, rows of S
     with no entries (k > n nnz), a second block of 256 outputs. nnz from 1 (CountSketch) to k."""
     if dtype == torch.float64 and backend != "cpu":

@@ -122,15 +122,17 @@ TEST(Sketch, TilesAreBlocksOfTheWhole) {
 // around the 16 fp32 lanes, columns across its 4096-column tiles, a k small enough for copies of the
 // k-side tile (k * 16 * 4 <= 8192 bytes) and one past it. The GPUs' (both emulators): several sorted
 // chunks (2048 / nnz columns each, the last partial), rows with no entries (k > n nnz), nnz = k, groups
-// of 16 rows for x S^T and 8 for g S (the last partial), several 256-column tiles of x in a chunk, a
-// second block of outputs (k > 256, partial), a long k (600) for g S. CUDA's emulator takes the shapes its
-// rule keeps for the kernels (k / nnz >= 96 for x S^T, 32 for g S: the last three for both), Metal's all.
+// of 8 rows (the last partial), 1024-column tiles of x across chunks (nnz = 3: a chunk of 682 columns
+// ends inside a tile) and several tiles in a chunk (nnz = 1), a second block of outputs (k > 256,
+// partial), a long k (600) for g S. CUDA's emulator takes the shapes its
+// rule keeps for the kernels (k / nnz >= 96 for x S^T, 32 for g S: the last five for both), Metal's all.
 TEST(Sketch, SparseSignKernelIsTheOperator) {
   struct Shape { int64_t rows, n, k, nnz; };
   for (const Backend be : kHost)
     for (const Shape sh : {Shape{1, 9, 5, 2}, Shape{17, 4200, 129, 8}, Shape{33, 300, 7, 7}, Shape{2, 3, 40, 3},
                            Shape{9, 2100, 20, 4}, Shape{3, 700, 300, 2}, Shape{2, 40, 600, 3},
-                           Shape{1, 9, 200, 2}, Shape{33, 300, 100, 1}, Shape{5, 2100, 400, 4}}) {
+                           Shape{1, 9, 200, 2}, Shape{33, 300, 100, 1}, Shape{5, 2100, 400, 4},
+                           Shape{3, 1500, 300, 3}, Shape{2, 4500, 100, 1}}) {
       const int64_t rows = sh.rows, n = sh.n, k = sh.k;
       if (be != Backend::cpu && rows * n > 20000) continue;  // the emulators: a smaller case
       const auto S = whole<float>(Backend::cpu, "sparse_sign", k, n, sh.nnz);
@@ -203,7 +205,7 @@ TEST(Sketch, SparseSignRoutes) {
       const int64_t chunk = std::min<int64_t>(t.n, 2048 / t.nnz), chunks = (t.n + chunk - 1) / chunk;
       int64_t sort = 1;
       while (sort < chunk * t.nnz) sort *= 2;
-      // x S^T's blocks (outputs / 256 x rows / 16) under 256: ranges of >= 4 chunks, sums within 2^22 values
+      // x S^T's blocks (outputs / 256 x rows / 8) under 256: ranges of >= 4 chunks, sums within 2^22 values
       const int64_t blocks = (t.k + 255) / 256;
       int64_t splits = std::max<int64_t>(1, std::min({256 / blocks, (chunks + 3) / 4, (int64_t(1) << 22) / (3 * t.k)}));
       splits = (chunks + (chunks + splits - 1) / splits - 1) / ((chunks + splits - 1) / splits);

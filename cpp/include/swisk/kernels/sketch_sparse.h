@@ -11,13 +11,12 @@
 #define SWISK_SPARSE_SORT 2048  // entries per chunk: the sort's shared keys, 2 words each
 #define SWISK_SPARSE_THREADS 256
 #define SWISK_SPARSE_SIGN 0x80000000u  // an entry word: its column (or row) | this bit when negative
-// The products take rows of x or g in groups, a thread's sums a register row: S's words are read once per
-// group. x S^T: SWISK_SPARSE_XROWS rows through shared tiles of SWISK_SPARSE_COLS columns (16 KiB of
-// fp32); g S: SWISK_SPARSE_ROWS rows straight from g (through L1: on an H200 0.53 ms at b4096 1024 -> 16384
-// against 0.61 ms through shared tiles of g).
+// The products take SWISK_SPARSE_ROWS rows of x or g per thread, its sums a register row: S's words are
+// read once per group. x S^T: the rows through shared tiles of SWISK_SPARSE_COLS columns (32 KiB of
+// fp32); g S: the rows straight from g (through L1: on an H200 0.53 ms at b4096 1024 -> 16384 against
+// 0.61 ms through shared tiles of g).
 #define SWISK_SPARSE_ROWS 8
-#define SWISK_SPARSE_XROWS 16
-#define SWISK_SPARSE_COLS 256
+#define SWISK_SPARSE_COLS 1024
 
 struct SparseParams {
   SketchParams s;    // the operator: k, n, seed, nnz, scale (rows = k, cols = n)
@@ -55,11 +54,11 @@ SWISK_HD SparseParams sparse_params(SketchParams s, sk_u32 rows, float mult) {
   p.sort = 1u;
   while (p.sort < p.chunk * s.nnz) p.sort *= 2u;
   p.mult = mult;
-  // x S^T's blocks: (k / SWISK_SPARSE_THREADS) x (rows / SWISK_SPARSE_XROWS). Under 256 of them, ranges of
+  // x S^T's blocks: (k / SWISK_SPARSE_THREADS) x (rows / SWISK_SPARSE_ROWS). Under 256 of them, ranges of
   // at least 4 chunks each go to blocks of their own, their sums within 2^22 values (a choice from the
   // shape alone, so a shape sums in one order on every GPU).
   const sk_u64 blocks = sk_u64((s.k + SWISK_SPARSE_THREADS - 1u) / SWISK_SPARSE_THREADS) *
-                        ((rows + SWISK_SPARSE_XROWS - 1u) / SWISK_SPARSE_XROWS);
+                        ((rows + SWISK_SPARSE_ROWS - 1u) / SWISK_SPARSE_ROWS);
   sk_u64 splits = 1u;
   if (blocks > 0u && blocks < 256u) {
     splits = 256u / blocks;
@@ -139,58 +138,59 @@ SWISK_FN void sparse_sort_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOB
 }
 
 // x S^T: a block per (group of rows, SWISK_SPARSE_THREADS outputs i, range of chunks), a thread per i.
-// Chunk by chunk: the block's rows' starts and sorted words into shared memory (contiguous: the chunk is
-// sorted by row), then the chunk's columns a tile at a time, the rows' values in shared memory (rows past
-// x's end as zeros, so no row needs a guard); each thread applies its row's words in the tile, so every
-// sum runs in S's column order. With one range the sums, scaled, are the outputs; with several, each range's go to the
-// workspace and sparse_sum_body adds them in range order. xs: SWISK_SPARSE_XROWS x SWISK_SPARSE_COLS;
-// ws: SWISK_SPARSE_SORT words, then the block's SWISK_SPARSE_THREADS + 1 starts.
+// The range's columns go through shared memory a tile at a time (the rows' values, rows past x's end as
+// zeros, so no row needs a guard); each thread walks its row of S chunk by chunk from its sorted words
+// (its starts in each chunk: coalesced across the block), applying the words that fall in the tile, its
+// next word loaded while the current one is applied; so every sum runs in S's column order. With one
+// range the sums, scaled, are the outputs; with several, each range's go to the workspace and
+// sparse_sum_body adds them in range order. xs: SWISK_SPARSE_ROWS x SWISK_SPARSE_COLS.
 template <typename T>
 SWISK_FN void sparse_apply_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOBAL const T* x,
-                                SWISK_GLOBAL sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* xs,
-                                SWISK_TG sk_u32* ws) {
-  const sk_u32 R = SWISK_SPARSE_XROWS, C = SWISK_SPARSE_COLS, n = p.s.n, k = p.s.k;
+                                SWISK_GLOBAL sk_u32* work, SWISK_GLOBAL T* out, SWISK_TG float* xs) {
+  const sk_u32 R = SWISK_SPARSE_ROWS, C = SWISK_SPARSE_COLS, n = p.s.n, k = p.s.k, end = 0x7fffffffu;
   const sk_u32 groups = (p.rows + R - 1u) / R, outs = (k + id.bdx - 1u) / id.bdx;
-  SWISK_TG sk_u32* st = ws + SWISK_SPARSE_SORT;
+  SWISK_GLOBAL const sk_u32* sorted = work + sparse_sorted_at(p);
   for (sk_u32 gs = id.by; gs < groups * p.splits; gs += id.gdy)
     for (sk_u32 ob = id.bx; ob < outs; ob += id.gdx) {
       const sk_u32 gr = gs / p.splits, sp = gs % p.splits, b0 = gr * R, nr = p.rows - b0 < R ? p.rows - b0 : R;
-      const sk_u32 i0 = ob * id.bdx, c1 = (sp + 1u) * p.per_split < p.chunks ? (sp + 1u) * p.per_split : p.chunks;
-      const sk_u32 ni = k - i0 < id.bdx ? k - i0 : id.bdx;
-      float acc[SWISK_SPARSE_XROWS];
+      const sk_u32 i = ob * id.bdx + id.tx, ii = i < k ? i : k;  // past k: a row of no words
+      const sk_u32 c1 = (sp + 1u) * p.per_split < p.chunks ? (sp + 1u) * p.per_split : p.chunks;
+      const sk_u32 col1 = c1 * p.chunk < n ? c1 * p.chunk : n;
+      const sk_u32 c_first = sp * p.per_split;
+      sk_u32 c = c_first;  // the walk: chunk c, its words q .. q1 of row i, w the one at q
+      sk_u32 q = work[sk_u64(c) * (k + 1u) + ii], q1 = i < k ? work[sk_u64(c) * (k + 1u) + i + 1u] : q;
+      sk_u32 w = q < q1 ? sorted[sk_u64(c) * p.sort + q] : end;
+      float acc[SWISK_SPARSE_ROWS];
       SWISK_UNROLL
       for (sk_u32 r = 0; r < R; ++r) acc[r] = 0.0f;
-      for (sk_u32 c = sp * p.per_split; c < c1; ++c) {
-        const sk_u32 j0 = c * p.chunk, cols = n - j0 < p.chunk ? n - j0 : p.chunk;
-        SWISK_GLOBAL const sk_u32* starts = work + sk_u64(c) * (k + 1u) + i0;
-        SWISK_GLOBAL const sk_u32* sorted = work + sparse_sorted_at(p) + sk_u64(c) * p.sort;
-        SWISK_BARRIER();  // the previous chunk's words are consumed
-        for (sk_u32 t = id.tx; t <= ni; t += id.bdx) st[t] = starts[t];
+      for (sk_u32 c0 = c_first * p.chunk; c0 < col1; c0 += C) {
+        const sk_u32 tc = col1 - c0 < C ? col1 - c0 : C;
+        SWISK_BARRIER();  // the previous tile is consumed
+        for (sk_u32 e = id.tx; e < R * C; e += id.bdx)
+          if (e % C < tc) xs[e] = e / C < nr ? float(x[sk_u64(b0 + e / C) * n + c0 + e % C]) : 0.0f;
         SWISK_BARRIER();
-        const sk_u32 base = st[0], count = st[ni] - base;
-        for (sk_u32 e = id.tx; e < count; e += id.bdx) ws[e] = sorted[base + e];
-        sk_u32 q = id.tx < ni ? st[id.tx] - base : 0u;
-        const sk_u32 q1 = id.tx < ni ? st[id.tx + 1u] - base : 0u;
-        for (sk_u32 t0 = 0; t0 < cols; t0 += C) {
-          const sk_u32 tc = cols - t0 < C ? cols - t0 : C, c0 = j0 + t0;
-          SWISK_BARRIER();  // the previous tile is consumed (and, first, the words are in)
-          for (sk_u32 e = id.tx; e < R * C; e += id.bdx)
-            if (e % C < tc) xs[e] = e / C < nr ? float(x[sk_u64(b0 + e / C) * n + c0 + e % C]) : 0.0f;
-          SWISK_BARRIER();
-          for (; q < q1; ++q) {
-            const sk_u32 w = ws[q], col = (w & ~SWISK_SPARSE_SIGN) - c0;
-            if (col >= tc) break;
-            const float sign = sparse_sign_of(w);
-            SWISK_UNROLL
-            for (sk_u32 r = 0; r < R; ++r) acc[r] = sk_fma(sign, xs[r * C + col], acc[r]);
+        for (;;) {
+          if (q == q1) {  // the chunk's words are spent: the next chunk's, if the range has one
+            if (c + 1u >= c1) break;
+            ++c;
+            q = work[sk_u64(c) * (k + 1u) + ii], q1 = i < k ? work[sk_u64(c) * (k + 1u) + i + 1u] : q;
+            w = q < q1 ? sorted[sk_u64(c) * p.sort + q] : end;
+            continue;
           }
+          const sk_u32 col = (w & ~SWISK_SPARSE_SIGN) - c0;
+          if (col >= tc) break;  // in a later tile
+          const sk_u32 next = q + 1u < q1 ? sorted[sk_u64(c) * p.sort + q + 1u] : end;
+          const float sign = sparse_sign_of(w);
+          SWISK_UNROLL
+          for (sk_u32 r = 0; r < R; ++r) acc[r] = sk_fma(sign, xs[r * C + col], acc[r]);
+          ++q;
+          w = next;
         }
       }
-      const sk_u32 i = i0 + id.tx;
       SWISK_GLOBAL sk_u32* part = work + sparse_part_at(p) + sk_u64(sp) * p.rows * k;
       SWISK_UNROLL
       for (sk_u32 r = 0; r < R; ++r)
-        if (id.tx < ni && r < nr) {
+        if (i < k && r < nr) {
           if (p.splits == 1u) out[sk_u64(b0 + r) * k + i] = T(acc[r] * p.mult);
           else part[sk_u64(b0 + r) * k + i] = sk_float_bits(acc[r]);
         }
@@ -254,5 +254,5 @@ SWISK_HD SkGrid sparse_sort_grid(SWISK_CONST SparseParams& p) {
 SWISK_HD SkGrid sparse_apply_grid(SWISK_CONST SparseParams& p, bool transpose) {
   return transpose ? sk_tile_grid(sk_tiles(p.s.n, SWISK_SPARSE_THREADS), sk_tiles(p.rows, SWISK_SPARSE_ROWS))
                    : sk_tile_grid(sk_tiles(p.s.k, SWISK_SPARSE_THREADS),
-                                  sk_u64(p.splits) * sk_tiles(p.rows, SWISK_SPARSE_XROWS));
+                                  sk_u64(p.splits) * sk_tiles(p.rows, SWISK_SPARSE_ROWS));
 }
