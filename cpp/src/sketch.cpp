@@ -127,7 +127,8 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
   // On CUDA, from an H200's run (benchmarks/README.md): the kernels applied 2.9e11 (row of x, entry of S)
   // pairs a second in x S^T and 1.0e12 in g S, cuBLAS 48 TFLOP/s in fp32 and 418 in bf16 over tiles of S;
   // so the kernels while k / nnz (the GEMM's multiply-adds per pair) reaches x S^T's 96 (fp32) or 768
-  // (fp16, bf16), g S's 32 or 256. Metal, never measured, keeps them.
+  // (fp16, bf16), g S's 32 or 256. (x S^T's rate is that of 3a7a704's product; the walk since, not yet
+  // measured, is built to be faster, so the rule errs toward the GEMM.) Metal, never measured, keeps them.
   bool gemm_faster = false;
   if (b == Backend::cuda || b == Backend::cuda_emu) {
     const bool half = a.x.dtype == DType::f16 || a.x.dtype == DType::bf16;
