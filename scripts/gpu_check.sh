@@ -50,28 +50,33 @@ timeout -k 5 "${SWISK_GPU_BENCH_S:-170}" python3 -m swisk bench --device cuda --
 rc=$?; [ "$rc" = 0 ] || status=1
 note "bench: exit $rc in $((SECONDS - t0)) s"
 
-# 3. compute-sanitizer's tools over the real-cuda tests (the C++ tests make no CUDA API call: the tool
-#    refuses them); the rest of the suite (cpu and the emulators) meanwhile on the CPU cores
-OMP_NUM_THREADS=1 timeout -k 5 "${SWISK_GPU_SANITIZER_S:-200}" python3 -m pytest -q -p no:cacheprovider -n 10 \
+# 3. compute-sanitizer's four tools over the real-cuda tests, side by side (each tool one process with the
+#    phase's whole limit: most of their time is the host's instrumentation, and the machine has the cores;
+#    the C++ tests make no CUDA API call: the tool refuses them); the rest of the suite (cpu and the
+#    emulators) meanwhile on the remaining CPU cores
+limit=${SWISK_GPU_SANITIZER_S:-200}
+OMP_NUM_THREADS=1 timeout -k 5 "$limit" python3 -m pytest -q -p no:cacheprovider -n 6 \
   -k "not cuda or emu" tests >"$results/pytest-rest.log" 2>&1 &
 rest=$!
 sel="cuda and not emu and not compile and not graph and not stream"
-: >"$results/sanitizer.log"
-log=$(mktemp)
-for spec in memcheck:35 racecheck:30 initcheck:20 synccheck:15; do  # tool: percent of the phase's limit
-  tool=${spec%:*} per=$(( ${SWISK_GPU_SANITIZER_S:-200} * ${spec#*:} / 100 ))
-  t0=$SECONDS
-  timeout -k 5 "$per" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
-    python3 -m pytest -q -x -p no:cacheprovider -k "$sel" tests >"$log" 2>&1
-  rc=$?
-  [ "$rc" = 0 ] || status=1
-  found=$(grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr '\n' ' ')
-  note "compute-sanitizer $tool: exit $rc in $((SECONDS - t0)) s: $found$(tail -1 "$log")"
-  { echo "==== $tool"; cat "$log"; } >>"$results/sanitizer.log"
+for tool in memcheck racecheck initcheck synccheck; do
+  (t0=$SECONDS
+   timeout -k 5 "$limit" compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+     python3 -m pytest -q -p no:cacheprovider -k "$sel" tests >"$results/sanitizer-$tool.log" 2>&1
+   echo "$? $((SECONDS - t0))" >"$results/sanitizer-$tool.rc") &
 done
 wait $rest
-rc=$?; [ "$rc" = 0 ] || status=1
-note "pytest (cpu, emulators): exit $rc: $(tail -1 "$results/pytest-rest.log")"
+rest_rc=$?; [ "$rest_rc" = 0 ] || status=1
+wait
+for tool in memcheck racecheck initcheck synccheck; do
+  read -r rc secs <"$results/sanitizer-$tool.rc"
+  [ "$rc" = 0 ] || status=1
+  log="$results/sanitizer-$tool.log"
+  found=$(grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)
+  where=$(grep -h -E '^=========     at ' "$log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -3 | tr -s ' ' | tr '\n' ';')
+  note "compute-sanitizer $tool: exit $rc in $secs s: $found $(grep -E 'passed|failed' "$log" | tail -1) ${where:+[$where]}"
+done
+note "pytest (cpu, emulators): exit $rest_rc: $(tail -1 "$results/pytest-rest.log")"
 
 # 4. Each kernel's time against a copy (scripts/gpu_kernels.py); then (SWISK_GPU_NCU_S > 0) Nsight
 # Compute on the basis expansion, the FWHT and the sparse-sign passes at the bench's sizes
