@@ -58,12 +58,12 @@ SWISK_HD SparseParams sparse_params(SketchParams s, sk_u32 rows, float mult) {
   // at least 4 chunks each go to blocks of their own, their sums within 2^22 values (a choice from the
   // shape alone, so a shape sums in one order on every GPU).
   const sk_u64 blocks = sk_u64((s.k + SWISK_SPARSE_THREADS - 1u) / SWISK_SPARSE_THREADS) *
-                        ((rows + SWISK_SPARSE_ROWS - 1u) / SWISK_SPARSE_ROWS);
+                        ((sk_u64(rows) + SWISK_SPARSE_ROWS - 1u) / SWISK_SPARSE_ROWS);
   sk_u64 splits = 1u;
   if (blocks > 0u && blocks < 256u) {
     splits = 256u / blocks;
-    const sk_u64 most = (p.chunks + 3u) / 4u, cap = (sk_u64(1) << 22) / (sk_u64(rows) * s.k);
-    splits = splits < most ? splits : most;
+    const sk_u64 ranges = (p.chunks + 3u) / 4u, cap = (sk_u64(1) << 22) / (sk_u64(rows) * s.k);
+    splits = splits < ranges ? splits : ranges;
     splits = splits < cap ? splits : cap;
     splits = splits < 1u ? 1u : splits;
   }
