@@ -139,8 +139,7 @@ static void sparse_sketch(const SketchArgs& a) {
     }
     SWISK_LAUNCH(sparse_apply_kernel<T>, to_dim3(outs), threads, a.launch.stream, p, x, work, out);
     if (p.splits > 1)
-      SWISK_LAUNCH(sparse_sum_kernel<T>, to_dim3(sparse_grid(sk_u64(p.rows) * p.s.k, SWISK_SPARSE_THREADS)), threads,
-                   a.launch.stream, p, work, out);
+      SWISK_LAUNCH(sparse_sum_kernel<T>, to_dim3(sparse_sum_grid(p)), threads, a.launch.stream, p, work, out);
   });
 }
 

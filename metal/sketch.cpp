@@ -70,8 +70,7 @@ static void sparse_sketch(const SketchArgs& a) {
   submit(a.launch, make_plan(a, a.transpose ? "sparse_apply_t" : "sparse_apply", p, outs, SWISK_SPARSE_THREADS, 1,
                              {&a.x, &a.work, &a.out}));
   if (!a.transpose && p.splits > 1)
-    submit(a.launch, make_plan(a, "sparse_sum", p, sparse_grid(sk_u64(p.rows) * p.s.k, SWISK_SPARSE_THREADS),
-                               SWISK_SPARSE_THREADS, 1, {&a.work, &a.out}));
+    submit(a.launch, make_plan(a, "sparse_sum", p, sparse_sum_grid(p), SWISK_SPARSE_THREADS, 1, {&a.work, &a.out}));
 }
 
 void register_sketch(Registry& r, Backend b) {

@@ -1,8 +1,8 @@
 """The sketch family: seeded operators S (k x n) whose entries are a pure function of (seed, row,
 column). sketch_matrix generates a tile of S in swisk's kernels; sketch (x S^T) and its transpose
 (g S) multiply bounded column tiles of S with torch's GEMM (C++ prepare says so), except sparse-sign,
-which has kernels of its own on every backend (on CUDA where they beat the GEMM). The backward reuses the forward's S when it was one tile
-(within the workspace bound), else regenerates it."""
+which has kernels of its own on every backend (on CUDA where they beat the GEMM). The backward reuses the
+forward's S when it was one tile (within the workspace bound), else regenerates it."""
 from __future__ import annotations
 
 import torch

@@ -243,13 +243,16 @@ SWISK_FN void sparse_apply_t_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_G
 
 // Grids: the table pass grid-strides over columns, at most 4096 blocks of SWISK_SKETCH_THREADS (for its
 // shared rows); a block per chunk for the sort; the products (blocks of outputs, groups of rows): a row
-// group's blocks launch together (x fastest), sharing its rows in L2.
+// group's blocks launch together (x fastest), sharing its rows in L2; the ranges' sum grid-strides over outputs.
 SWISK_HD SkGrid sparse_grid(sk_u64 items, sk_u32 threads) {
   const sk_u64 blocks = sk_tiles(items, threads);
   return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
 }
 SWISK_HD SkGrid sparse_sort_grid(SWISK_CONST SparseParams& p) {
   return sk_tile_grid(p.chunks > 4096 ? 4096 : p.chunks, 1);
+}
+SWISK_HD SkGrid sparse_sum_grid(SWISK_CONST SparseParams& p) {
+  return sparse_grid(sk_u64(p.rows) * p.s.k, SWISK_SPARSE_THREADS);
 }
 SWISK_HD SkGrid sparse_apply_grid(SWISK_CONST SparseParams& p, bool transpose) {
   return transpose ? sk_tile_grid(sk_tiles(p.s.n, SWISK_SPARSE_THREADS), sk_tiles(p.rows, SWISK_SPARSE_ROWS))
