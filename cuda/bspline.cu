@@ -1,4 +1,4 @@
-// CUDA entry points and launches of the B-spline expansion kernels (bodies: swisk/kernels/bspline.h).
+// CUDA entry points and launches of the B-spline expansion kernels (bodies: swisk/kernels/bspline_tiled.h).
 #include "launch.h"
 #include "dtype_dispatch.h"
 #include "swisk/ops/bspline.h"

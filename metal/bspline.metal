@@ -1,6 +1,6 @@
-// Metal entry points of the B-spline expansion kernels (bodies: swisk/kernels/bspline.h), one per
+// Metal entry points of the B-spline expansion kernels (bodies: swisk/kernels/bspline_tiled.h), one per
 // register bucket M (bspline_gpu_bucket) and dtype.
-#include "swisk/kernels/bspline.h"
+#include "swisk/kernels/bspline_tiled.h"
 #include "swisk/kernels/metal_entry.h"
 
 template <sk_i32 M, typename T>

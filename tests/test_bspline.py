@@ -80,12 +80,14 @@ def test_expansion_tiles_across_rows(backend, rng, features, order, grid_size):
 
 
 @pytest.mark.parametrize("rows, features, grid_size", [(1, 2, 5), (33, 65, 5), (17, 33, 16), (3, 17, 200),
-                                                      (5, 3, 2000), (2, 2, 6200), (600, 2, 5), (1100, 1, 3)])
+                                                      (5, 3, 1427), (5, 3, 1428), (2, 2, 6200), (600, 2, 5),
+                                                      (1100, 1, 3)])
 def test_expand_and_contract_tiles(backend, rng, rows, features, grid_size):
     """The GPUs' tiled bodies (tiles of up to 32 features, fewer for fewer features, by rows up to 512
-    elements, fewer of both as n_basis grows, the untiled bodies past 6141 bases) at the tile edges: kan_expand and kan_contract (silu
-    columns and bases, a NaN input) against the formulation; per feature a scaled, shifted uniform grid
-    (its knots distinct in 16-bit floats up to 16 intervals)."""
+    elements, fewer of both as n_basis grows; with their knot tables the largest tiled grid at order 3
+    is 1427 intervals, 1428 takes the untiled bodies) at the tile edges: kan_expand and kan_contract
+    (silu columns and bases, a NaN input) against the formulation; per feature a scaled, shifted
+    uniform grid (its knots distinct in 16-bit floats up to 16 intervals)."""
     dev, order, n_knots = testing.device_of(backend), 3, grid_size + 2 * 3 + 1
     scale = torch.rand(features, 1, generator=rng, dtype=torch.float64) + 0.5
     grid = torch.linspace(-2, 2, n_knots, dtype=torch.float64) * scale + torch.randn(features, 1, generator=rng,

@@ -115,21 +115,49 @@ SWISK_FN A bspline_pick(SWISK_THREAD const A* v, sk_i32 span, sk_i32 j) {
 
 // ---- expansion with derivatives, order bounded by a compile-time M -----------------------------
 
+// Where bspline_local_m reads a feature's knots: g(j), and div(num, k, j) = num / (g[j+k] - g[j]).
+// BsplineKnotRow reads the knot row itself (any address space) and divides; BsplineKnotTable reads a
+// block's table in shared memory (bspline_load_table), whose reciprocals make the divisions products.
+template <typename P>
+struct BsplineKnotRow {
+  P g;
+};
+template <typename A>
+struct BsplineKnotTable {
+  SWISK_TG const A* t;  // one feature's table: knots, then each level's reciprocals
+  sk_u32 nk;
+};
+// Offset of level k's reciprocals 1/(g[j+k] - g[j]) (j < n_knots - k) in a feature's table; level 0:
+// the knots. The table ends with 1 (the knots strictly increase) or 0.
+SWISK_HD sk_u32 bspline_table_at(sk_u32 nk, sk_u32 k) { return k * nk - k * (k - 1) / 2; }
+SWISK_HD sk_u32 bspline_table_len(sk_u32 nk, sk_u32 order) { return bspline_table_at(nk, order + 1) + 1; }
+
+template <typename A, typename P>
+SWISK_FN A bspline_knot(BsplineKnotRow<P> s, sk_i32 j) { return A(s.g[j]); }
+template <typename A, typename P>
+SWISK_FN A bspline_div(BsplineKnotRow<P> s, A num, sk_i32 k, sk_i32 j) { return num / (A(s.g[j + k]) - A(s.g[j])); }
+template <typename A>
+SWISK_FN A bspline_knot(BsplineKnotTable<A> s, sk_i32 j) { return s.t[j]; }
+template <typename A>
+SWISK_FN A bspline_div(BsplineKnotTable<A> s, A num, sk_i32 k, sk_i32 j) {
+  return num * s.t[bspline_table_at(s.nk, sk_u32(k)) + sk_u32(j)];
+}
+
 // v[r] = B^(deriv)_{span-M+r, order}(x) for r in [M - order, M], else 0; returns span (-1 outside the
 // grid, -2 for NaN: every v is NaN). Levels past order - deriv take derivative steps
 // k·(B_{j,k-1}/(g[j+k]-g[j]) - B_{j+1,k-1}/(g[j+k+1]-g[j+1])) instead of Cox–de Boor's; zero past order.
-template <sk_i32 M, typename A, typename P>
-SWISK_FN sk_i32 bspline_local_m(A x, P g, sk_i32 n_knots, sk_i32 order, sk_i32 deriv, SWISK_THREAD A* v) {
+template <sk_i32 M, typename A, typename S>
+SWISK_FN sk_i32 bspline_local_src(A x, S src, sk_i32 n_knots, sk_i32 order, sk_i32 deriv, SWISK_THREAD A* v) {
   for (sk_i32 r = 0; r <= M; ++r) v[r] = A(0);
   if (sk_isnan(x)) {
     for (sk_i32 r = 0; r <= M; ++r) v[r] = x;
     return -2;
   }
-  if (!(x >= A(g[0]) && x < A(g[n_knots - 1]))) return -1;
+  if (!(x >= bspline_knot<A>(src, 0) && x < bspline_knot<A>(src, n_knots - 1))) return -1;
   sk_i32 lo = 0, hi = n_knots - 1;  // invariant: g[lo] <= x < g[hi]
   while (hi - lo > 1) {
     const sk_i32 mid = (lo + hi) / 2;
-    if (x >= A(g[mid])) lo = mid;
+    if (x >= bspline_knot<A>(src, mid)) lo = mid;
     else hi = mid;
   }
   const sk_i32 s = lo;
@@ -143,15 +171,22 @@ SWISK_FN sk_i32 bspline_local_m(A x, P g, sk_i32 n_knots, sk_i32 order, sk_i32 d
       const sk_i32 j = s - M + r;
       A nv = A(0);
       if (j >= 0 && j <= n_knots - 2 - k) {
-        const A gj = A(g[j]), gj1 = A(g[j + 1]), gjk = A(g[j + k]), gjk1 = A(g[j + k + 1]);
         const A next = r < M ? v[r + 1] : A(0);
-        if (step) nv = A(k) * (v[r] / (gjk - gj) - next / (gjk1 - gj1));
-        else nv = (x - gj) / (gjk - gj) * v[r] + (gjk1 - x) / (gjk1 - gj1) * next;
+        if (step) nv = A(k) * (bspline_div(src, v[r], k, j) - bspline_div(src, next, k, j + 1));
+        else
+          nv = bspline_div(src, x - bspline_knot<A>(src, j), k, j) * v[r] +
+               bspline_div(src, bspline_knot<A>(src, j + k + 1) - x, k, j + 1) * next;
       }
       v[r] = nv;
     }
   }
   return s;
+}
+template <sk_i32 M, typename A, typename P>
+SWISK_FN sk_i32 bspline_local_m(A x, P g, sk_i32 n_knots, sk_i32 order, sk_i32 deriv, SWISK_THREAD A* v) {
+  BsplineKnotRow<P> src;
+  src.g = g;
+  return bspline_local_src<M>(x, src, n_knots, order, deriv, v);
 }
 
 // Basis value j from the local values of bspline_local_m (static indexing only).
@@ -164,10 +199,13 @@ SWISK_FN A bspline_pick_m(SWISK_THREAD const A* v, sk_i32 span, sk_i32 j) {
 }
 
 // silu^(m)(x) = x·σ^(m)(x) + m·σ^(m-1)(x); σ^(j) = P_j(σ) with P_0(s) = s, P_{j+1} = P_j'(s)·s(1 - s)
-// (orders 1 and 2 in closed form with 1 - σ(x) taken as σ(-x)).
+// (orders 1 and 2 in closed form with 1 - σ(x) taken as σ(-x)). σ(±x) from one exponential e^-|x| and
+// one division.
 template <typename A>
 SWISK_FN A sk_silu_deriv(A x, sk_i32 m) {
-  const A sp = A(1) / (A(1) + sk_exp(-x)), sm = A(1) / (A(1) + sk_exp(x));
+  const A e = sk_exp(x < A(0) ? x : -x), r = A(1) / (A(1) + e);
+  const bool pos = x >= A(0);
+  const A sp = pos ? r : e * r, sm = pos ? e * r : r;
   if (m == 0) return x * sp;
   if (m == 1) return sp * (A(1) + x * sm);
   if (m == 2) return sp * sm * (A(2) + x * (sm - sp));
@@ -236,158 +274,6 @@ SWISK_FN void bspline_expand_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_
   }
 }
 
-// The GPUs' tiled bodies: a block takes a tile of F features (a power of two, <= 32, fewer for fewer
-// features) by R rows (2^lr, F·R = 512 but for the shared memory),
-// x's tile (and grad's) read coalesced into shared memory, one thread per element with consecutive
-// threads on consecutive rows of one feature: a warp's knot loads then hit one or two features' knots
-// (one cache line each) instead of 32 features', which made the expansion L1-bound. The expansion
-// writes each element's n_basis values to stage (rows of F·n_basis + 1 floats: odd for an even
-// F·n_basis, so the lanes hit different banks) and the block stores the tile's rows of F·n_basis
-// consecutive columns coalesced.
-// xs (R rows of F + 1) holds x, then each element's silu column (expand) or its gx (contract). Tiles
-// whose smallest form (one feature, one row) does not fit take the untiled bodies.
-#define SWISK_BSPLINE_STAGE 6144  // floats of shared memory (24 KiB)
-struct BsplineTile {
-  sk_u32 f, lf, lr;  // features (2^lf), log2 rows
-  sk_u32 pitch;      // stage's row: f·n_basis + 1
-};
-// extra: arrays of R·(F + 1) besides stage (expand 1, contract 2).
-SWISK_HD sk_u64 bspline_tile_floats(sk_u32 nb, sk_u32 f, sk_u32 lr, sk_u32 extra) {
-  return (sk_u64(f) * nb + 1 + sk_u64(extra) * (f + 1)) << lr;
-}
-SWISK_HD BsplineTile bspline_tile(sk_u32 nb, sk_u32 in, sk_u32 extra) {
-  BsplineTile t;
-  t.lf = 0;
-  while (t.lf < 5 && (1u << t.lf) < in) ++t.lf;
-  t.lr = 9 - t.lf;  // 512 elements: two per thread
-  while (t.lr > 0 && bspline_tile_floats(nb, 1u << t.lf, t.lr, extra) > SWISK_BSPLINE_STAGE) --t.lr;
-  while (t.lf > 0 && bspline_tile_floats(nb, 1u << t.lf, t.lr, extra) > SWISK_BSPLINE_STAGE) --t.lf;
-  t.f = 1u << t.lf;
-  t.pitch = t.f * nb + 1;
-  return t;
-}
-SWISK_HD bool bspline_tiled(SWISK_CONST BsplineParams& p, sk_u32 extra) {
-  return bspline_tile_floats(p.n_basis, 1, 0, extra) <= SWISK_BSPLINE_STAGE;
-}
-SWISK_HD sk_u64 bspline_tiles(SWISK_CONST BsplineParams& p, sk_u32 extra) {
-  const BsplineTile t = bspline_tile(p.n_basis, p.in, extra);
-  return sk_tiles(p.rows, 1u << t.lr) * sk_tiles(p.in, t.f);
-}
-// The grid of the expansion (extra = 1) and the contraction (extra = 2): one block per tile (at most
-// 4096, looping), or the untiled bodies' grid-stride grid.
-SWISK_HD SkGrid bspline_tiled_grid(SWISK_CONST BsplineParams& p, sk_u32 extra) {
-  if (!bspline_tiled(p, extra)) return bspline_basis_grid(p);
-  const sk_u64 tiles = bspline_tiles(p, extra);
-  return sk_tile_grid(tiles > 4096 ? 4096 : tiles, 1);
-}
-SWISK_HD SkGrid bspline_expand_grid(SWISK_CONST BsplineParams& p) { return bspline_tiled_grid(p, 1); }
-SWISK_HD SkGrid bspline_contract_grid(SWISK_CONST BsplineParams& p) { return bspline_tiled_grid(p, 2); }
-
-#if defined(SWISK_BARRIER)
-// The tile's origin: rows n0.., features i0.., and how many of each are inside x (rv, fv).
-struct BsplineTileAt {
-  sk_u64 n0;
-  sk_u32 i0, rv, fv;
-};
-SWISK_FN BsplineTileAt bspline_tile_at(SWISK_CONST BsplineParams& p, BsplineTile t, sk_u64 tile) {
-  const sk_u64 tf = sk_tiles(p.in, t.f);
-  BsplineTileAt a;
-  a.n0 = (tile / tf) << t.lr;
-  a.i0 = sk_u32(tile % tf) * t.f;
-  a.rv = p.rows - a.n0 < (sk_u64(1) << t.lr) ? sk_u32(p.rows - a.n0) : 1u << t.lr;
-  a.fv = p.in - a.i0 < t.f ? p.in - a.i0 : t.f;
-  return a;
-}
-// A block's walk over a tile's rows of `cols` consecutive values: rows one by one, the threads along
-// the row, or when a row is shorter than the block, several rows per pass (one value per thread).
-struct BsplineRowWalk {
-  sk_u32 r, rstep, q, qstep, cols;
-};
-SWISK_FN BsplineRowWalk bspline_row_walk(SkIdx id, sk_u32 cols) {
-  BsplineRowWalk w;
-  const sk_u32 per = cols == 0 || cols >= id.bdx ? 1u : id.bdx / cols;  // rows per pass
-  w.r = per > 1 ? id.tx / cols : 0u;
-  w.q = id.tx - w.r * cols;
-  w.rstep = per;
-  w.qstep = per > 1 ? cols : id.bdx;
-  w.cols = w.r < per ? cols : 0u;  // threads past the pass's rows sit out
-  return w;
-}
-
-// Element el of a tile: by row (consecutive el along a row: the coalesced loads and stores of x, silu,
-// grad's silu columns and gx) or by feature (consecutive el on consecutive rows of one feature: the
-// bases); slot: its place in the R rows of F + 1; in: inside x.
-struct BsplineTileEl {
-  sk_u32 r, f, slot;
-  bool in;
-};
-SWISK_FN BsplineTileEl bspline_tile_el(BsplineTile t, BsplineTileAt a, sk_u32 el, bool by_row) {
-  BsplineTileEl e;
-  e.r = by_row ? el >> t.lf : el & ((1u << t.lr) - 1u);
-  e.f = by_row ? el & (t.f - 1u) : el >> t.lr;
-  e.slot = e.r * (t.f + 1) + e.f;
-  e.in = e.r < a.rv && e.f < a.fv;
-  return e;
-}
-
-// xs[r·(F + 1) + f] = x[n0 + r, i0 + f] for the tile's elements inside x, coalesced.
-template <typename T, typename A>
-SWISK_FN void bspline_load_x(SkIdx id, SWISK_CONST BsplineParams& p, BsplineTile t, BsplineTileAt a,
-                             SWISK_GLOBAL const T* x, SWISK_TG A* xs) {
-  for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-    const BsplineTileEl e = bspline_tile_el(t, a, el, true);
-    if (e.in) xs[e.slot] = A(x[(a.n0 + e.r) * p.in + a.i0 + e.f]);
-  }
-}
-
-template <sk_i32 M, typename T>
-SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
-                                         SWISK_GLOBAL const T* grid, SWISK_GLOBAL T* out,
-                                         SWISK_TG typename sk_acc<T>::type* stage) {
-  typedef typename sk_acc<T>::type A;
-  if (!bspline_tiled(p, 1)) {
-    bspline_expand_body<M, T>(id, p, x, grid, out);
-    return;
-  }
-  const BsplineTile t = bspline_tile(p.n_basis, p.in, 1);
-  const sk_u32 nb = p.n_basis;
-  SWISK_TG A* xs = stage + (t.pitch << t.lr);
-  const sk_u64 tiles = bspline_tiles(p, 1);
-  for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {  // the same trip count for the whole block
-    const BsplineTileAt a = bspline_tile_at(p, t, tile);
-    bspline_load_x(id, p, t, a, x, xs);
-    SWISK_BARRIER();
-    for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {  // a fill, then the k + 1 non-zero values
-      const BsplineTileEl e = bspline_tile_el(t, a, el, false);
-      if (!e.in) continue;
-      SWISK_TG A* xv = xs + e.slot;
-      const BsplineElement<M, A> l = bspline_local_element<M>(p, grid, a.i0 + e.f, *xv);
-      SWISK_TG A* s = stage + e.r * t.pitch + e.f * nb;
-      const A fill = !l.ok ? sk_nan(A(0)) : l.span == -2 ? l.v[0] : A(0);
-      for (sk_u32 j = 0; j < nb; ++j) s[j] = fill;
-      if (l.ok && l.span >= 0)
-        for (sk_i32 q = 0; q <= M; ++q) {
-          const sk_i32 j = l.span - M + q;
-          if (j >= 0 && j < sk_i32(nb)) s[j] = l.v[q];
-        }
-      if (p.base) *xv = sk_silu_deriv(*xv, sk_i32(p.deriv));
-    }
-    SWISK_BARRIER();
-    const BsplineRowWalk w = bspline_row_walk(id, a.fv * nb);  // row r's columns i0·nb .. (i0 + fv)·nb
-    for (sk_u32 r = w.r; r < a.rv; r += w.rstep) {
-      SWISK_GLOBAL T* o = out + (a.n0 + r) * p.width + sk_u64(p.base) * p.in + sk_u64(a.i0) * nb;
-      for (sk_u32 q = w.q; q < w.cols; q += w.qstep) o[q] = T(stage[r * t.pitch + q]);
-    }
-    if (p.base)
-      for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-        const BsplineTileEl e = bspline_tile_el(t, a, el, true);
-        if (e.in) out[(a.n0 + e.r) * p.width + a.i0 + e.f] = T(xs[e.slot]);
-      }
-    SWISK_BARRIER();
-  }
-}
-#endif
-
 // gx[n, i] = sum over feature i's columns c of grad[n, c] times the expanded operand of derivative
 // order deriv at x[n, i] (the backward of an expansion of order deriv - 1).
 template <sk_i32 M, typename T>
@@ -414,59 +300,3 @@ SWISK_FN void bspline_contract_body(SkIdx id, SWISK_CONST BsplineParams& p, SWIS
     gx[e] = T(acc);
   }
 }
-
-#if defined(SWISK_BARRIER)
-// The contraction by tiles (see above): grad's tile read coalesced into stage (spline columns) and gs
-// (silu columns), gx gathered in xs and stored coalesced.
-template <sk_i32 M, typename T>
-SWISK_FN void bspline_contract_staged_body(SkIdx id, SWISK_CONST BsplineParams& p, SWISK_GLOBAL const T* x,
-                                           SWISK_GLOBAL const T* grid, SWISK_GLOBAL const T* grad,
-                                           SWISK_GLOBAL T* gx, SWISK_TG typename sk_acc<T>::type* stage) {
-  typedef typename sk_acc<T>::type A;
-  if (!bspline_tiled(p, 2)) {
-    bspline_contract_body<M, T>(id, p, x, grid, grad, gx);
-    return;
-  }
-  const BsplineTile t = bspline_tile(p.n_basis, p.in, 2);
-  const sk_u32 nb = p.n_basis;
-  SWISK_TG A* xs = stage + (t.pitch << t.lr);
-  SWISK_TG A* gs = xs + ((t.f + 1) << t.lr);
-  const sk_u64 tiles = bspline_tiles(p, 2);
-  for (sk_u64 tile = id.bx; tile < tiles; tile += id.gdx) {
-    const BsplineTileAt a = bspline_tile_at(p, t, tile);
-    bspline_load_x(id, p, t, a, x, xs);
-    const BsplineRowWalk w = bspline_row_walk(id, a.fv * nb);
-    for (sk_u32 r = w.r; r < a.rv; r += w.rstep) {
-      SWISK_GLOBAL const T* o = grad + (a.n0 + r) * p.width + sk_u64(p.base) * p.in + sk_u64(a.i0) * nb;
-      for (sk_u32 q = w.q; q < w.cols; q += w.qstep) stage[r * t.pitch + q] = A(o[q]);
-    }
-    if (p.base)
-      for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-        const BsplineTileEl e = bspline_tile_el(t, a, el, true);
-        if (e.in) gs[e.slot] = A(grad[(a.n0 + e.r) * p.width + a.i0 + e.f]);
-      }
-    SWISK_BARRIER();
-    for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-      const BsplineTileEl e = bspline_tile_el(t, a, el, false);
-      if (!e.in) continue;
-      SWISK_TG A* xv = xs + e.slot;
-      const BsplineElement<M, A> l = bspline_local_element<M>(p, grid, a.i0 + e.f, *xv);
-      A acc = l.span == -2 ? l.v[0] : A(0);
-      SWISK_TG const A* o = stage + e.r * t.pitch + e.f * nb;
-      for (sk_i32 q = 0; q <= M; ++q) {
-        const sk_i32 j = l.span - M + q;
-        if (l.span >= 0 && j >= 0 && j < sk_i32(nb)) acc += o[j] * l.v[q];
-      }
-      if (!l.ok) acc = sk_nan(acc);
-      if (p.base) acc += gs[e.slot] * sk_silu_deriv(*xv, sk_i32(p.deriv));
-      *xv = acc;
-    }
-    SWISK_BARRIER();
-    for (sk_u32 el = id.tx; el < (t.f << t.lr); el += id.bdx) {
-      const BsplineTileEl e = bspline_tile_el(t, a, el, true);
-      if (e.in) gx[(a.n0 + e.r) * p.in + a.i0 + e.f] = T(xs[e.slot]);
-    }
-    SWISK_BARRIER();
-  }
-}
-#endif

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "swisk/call.h"
-#include "swisk/kernels/bspline.h"
+#include "swisk/kernels/bspline_tiled.h"
 
 namespace swisk {
 
