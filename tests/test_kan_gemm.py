@@ -23,12 +23,14 @@ def _ref_grads(args, order, go):
     return torch.autograd.grad(y, [d[i] for i in GRAD_ARGS], go.double())
 
 
+@pytest.mark.parametrize("low", [False, True])
 @pytest.mark.parametrize("rows", [1, 6, 7, 8, 15, 23])
-def test_tile_boundaries(backend, rng, monkeypatch, rows):
+def test_tile_boundaries(backend, rng, monkeypatch, rows, low):
     """Forward tiles of 14 rows and backward tiles of 7 (two buffers): batches of 1, tile - 1, tile,
-    tile + 1 and several tiles; in and out not multiples of 8. Counts the tiles generated."""
+    tile + 1 and several tiles; in and out not multiples of 8. Counts the tiles generated. low: bf16,
+    whose weight gradients over several tiles are summed in fp32."""
     fin, fout, g, k = 5, 11, 4, 3
-    dtype = testing.dtypes_of(backend)[0]
+    dtype = torch.bfloat16 if low else testing.dtypes_of(backend)[0]
     width = fin * (g + k + 1)
     calls = []
     real = spline._expand_into
@@ -45,6 +47,20 @@ def test_tile_boundaries(backend, rng, monkeypatch, rows):
         assert rel_err(a.cpu(), b) <= 10 * REL[dtype]
     fwd, bwd = -(-rows // 14), -(-rows // 7)
     assert calls == [min(14, rows - 14 * t) for t in range(fwd)] + [min(7, rows - 7 * t) for t in range(bwd)]
+
+
+def test_wide_sums_without_out_dtype(rng, monkeypatch):
+    """fp32 sums of bf16 tile products: where torch's GEMM takes no out_dtype (here the CPU's) the first
+    try falls back to fp32 sums of the products, and the backend is not tried again."""
+    monkeypatch.setitem(kan_gemm._WIDE_GEMM, "cpu", True)
+    a = [torch.randn(9, 6, generator=rng).bfloat16() for _ in range(2)]
+    b = [torch.randn(6, 4, generator=rng).bfloat16() for _ in range(2)]
+    dst = torch.full((9, 4), float("nan"))
+    kan_gemm._accumulate(dst, a[0], b[0], True)
+    assert kan_gemm._WIDE_GEMM["cpu"] is False
+    kan_gemm._accumulate(dst, a[1], b[1], False)
+    want = sum((x.double() @ y.double()) for x, y in zip(a, b))
+    assert dst.dtype == torch.float32 and (dst.double() - want).abs().max() <= 2e-2 * want.abs().max()
 
 
 def test_packed_weights_from_forward_to_backward(rng, monkeypatch):

@@ -126,6 +126,7 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, need_x=True, need_wei
                 da = ws[-1, :n * width].view(n, width)
                 torch.mm(gt, w, out=da)
                 contract(xt, grid, da, k, 1, base, gx[r0:r0 + n])
+        ws = a = da = w = None  # workspace and W freed before the unpacking allocates
     gx = gx.view(x.shape) if need_x else gx
     if not need_weights:
         return gx, x.new_zeros(0), x.new_zeros(0), x.new_zeros(0)
@@ -136,18 +137,33 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, need_x=True, need_wei
         gsc = torch.empty(out_f, in_f, dtype=x.dtype, device=x.device)
         unpack(gsp, sw, sc, gsp, gsc)
         return gx, gbw, gsp, gsc
-    gsc = torch.linalg.vecdot(gsp, sw.to(acc)).to(x.dtype)
+    # sum_j gsp·sw as batched dot products: no (out, in, n_basis) product tensor
+    gsc = torch.bmm(gsp.view(-1, 1, nb), sw.to(acc).view(-1, nb, 1)).view(out_f, in_f).to(x.dtype)
     return gx, gbw.to(x.dtype), gsp.mul_(sc.unsqueeze(-1)).to(x.dtype), gsc
 
 
+_WIDE_GEMM = {"cuda": True}  # torch's GEMMs with out_dtype (fp16/bf16 -> fp32): CUDA in recent torch
+
+
 def _accumulate(dst, a, b, first: bool) -> None:
-    """dst (+)= a @ b; dst may be wider than the product's dtype (fp32 sums of fp16/bf16 tiles)."""
+    """dst (+)= a @ b; dst may be wider than the product's dtype (fp32 sums of fp16/bf16 tiles): on CUDA
+    the GEMM then writes and accumulates fp32 itself (no product rounded to fp16/bf16, no temporary)."""
     if dst.dtype == a.dtype:
         if first:
             torch.mm(a, b, out=dst)
         else:
             dst.addmm_(a, b)
-    elif first:
+        return
+    if _WIDE_GEMM.get(dst.device.type, False):
+        try:
+            if first:
+                torch.mm(a, b, out_dtype=dst.dtype, out=dst)
+            else:
+                torch.addmm(dst, a, b, out_dtype=dst.dtype, out=dst)
+            return
+        except (RuntimeError, TypeError, NotImplementedError):  # a torch without them: the wide sums below
+            _WIDE_GEMM[dst.device.type] = False
+    if first:
         dst.copy_(torch.mm(a, b))
     else:
         dst += torch.mm(a, b)
