@@ -5,18 +5,20 @@
 
 namespace swisk::SWISK_CUDA_NS {
 
-// Order-3 bucket: at most 48 registers, five blocks of 256 per SM (62.5 % occupancy, no spills on
-// sm_90a; 51-55 registers and four blocks without the bound). The larger buckets keep their registers.
+// The expansion's order-3 bucket: at most 48 registers, five blocks of 256 per SM (62.5 % occupancy, no
+// spills on sm_90a; 48-51 registers and four blocks without the bound). The contraction (55 registers)
+// and the larger buckets keep theirs: bounded, the contraction's fp16/bf16 bodies spill.
 constexpr int bspline_min_blocks(int m) { return m == 3 ? 5 : 1; }
 
 template <sk_i32 M, typename T>
-__global__ void __launch_bounds__(SWISK_STRIDE_THREADS, bspline_min_blocks(M)) bspline_expand_kernel(BsplineParams p, const T* x, const T* grid, T* out) {
+__global__ void __launch_bounds__(SWISK_STRIDE_THREADS, bspline_min_blocks(M))
+    bspline_expand_kernel(BsplineParams p, const T* x, const T* grid, T* out) {
   SWISK_SHARED(typename sk_acc<T>::type, stage, SWISK_BSPLINE_STAGE);
   bspline_expand_staged_body<M, T>(cuda_idx(), p, x, grid, out, stage);
 }
 
 template <sk_i32 M, typename T>
-__global__ void __launch_bounds__(SWISK_STRIDE_THREADS, bspline_min_blocks(M)) bspline_contract_kernel(BsplineParams p, const T* x, const T* grid, const T* g, T* gx) {
+__global__ void bspline_contract_kernel(BsplineParams p, const T* x, const T* grid, const T* g, T* gx) {
   SWISK_SHARED(typename sk_acc<T>::type, stage, SWISK_BSPLINE_STAGE);
   bspline_contract_staged_body<M, T>(cuda_idx(), p, x, grid, g, gx, stage);
 }

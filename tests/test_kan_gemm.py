@@ -49,18 +49,21 @@ def test_tile_boundaries(backend, rng, monkeypatch, rows, low):
     assert calls == [min(14, rows - 14 * t) for t in range(fwd)] + [min(7, rows - 7 * t) for t in range(bwd)]
 
 
-def test_wide_sums_without_out_dtype(rng, monkeypatch):
-    """fp32 sums of bf16 tile products: where torch's GEMM takes no out_dtype (here the CPU's) the first
-    try falls back to fp32 sums of the products, and the backend is not tried again."""
-    monkeypatch.setitem(kan_gemm._WIDE_GEMM, "cpu", True)
-    a = [torch.randn(9, 6, generator=rng).bfloat16() for _ in range(2)]
-    b = [torch.randn(6, 4, generator=rng).bfloat16() for _ in range(2)]
-    dst = torch.full((9, 4), float("nan"))
+def test_wide_sums_of_low_precision_tiles(rng):
+    """fp32 sums of bf16 tile products: the GEMM's own fp32 output only where torch has that kernel
+    (CUDA; never the CPU or MPS), else each product added to dst; either way the fp32 sum of the tiles."""
+    assert not kan_gemm._wide_gemm("cpu") and not kan_gemm._wide_gemm("mps")
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    assert kan_gemm._wide_gemm("cuda") == all(hasattr(op, "dtype_out") and has(op.dtype_out.name(), "CUDA")
+                                              for op in (torch.ops.aten.mm, torch.ops.aten.addmm))
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    a = [torch.randn(9, 6, generator=rng).bfloat16().to(dev) for _ in range(2)]
+    b = [torch.randn(6, 4, generator=rng).bfloat16().to(dev) for _ in range(2)]
+    dst = torch.full((9, 4), float("nan"), device=dev)
     kan_gemm._accumulate(dst, a[0], b[0], True)
-    assert kan_gemm._WIDE_GEMM["cpu"] is False
     kan_gemm._accumulate(dst, a[1], b[1], False)
-    want = sum((x.double() @ y.double()) for x, y in zip(a, b))
-    assert dst.dtype == torch.float32 and (dst.double() - want).abs().max() <= 2e-2 * want.abs().max()
+    want = sum((x.double().cpu() @ y.double().cpu()) for x, y in zip(a, b))
+    assert dst.dtype == torch.float32 and (dst.double().cpu() - want).abs().max() <= 2e-2 * want.abs().max()
 
 
 def test_packed_weights_from_forward_to_backward(rng, monkeypatch):

@@ -78,7 +78,8 @@ TEST(Emulator, BsplineTilesAcrossFeatureGroups) {
   const BsplineParams p{rows, in, nk, order, nb, 0, 1, width};
   std::vector<float> x(rows * in), grid(in * nk), g(rows * width);
   for (unsigned i = 0; i < in; ++i)
-    for (unsigned t = 0; t < nk; ++t) grid[i * nk + t] = -2.2f + 0.4f * float(t) * (1 + 0.01f * float(i)) + 0.05f * float(t % 3);
+    for (unsigned t = 0; t < nk; ++t)
+      grid[i * nk + t] = -2.2f + 0.4f * float(t) * (1 + 0.01f * float(i)) + 0.05f * float(t % 3);
   grid[7 * nk + 4] = grid[7 * nk + 3];  // feature 7: not strictly increasing
   for (unsigned e = 0; e < rows * in; ++e) x[e] = 2.1f * std::sin(0.37f * float(e) + 1.0f);
   for (unsigned e = 0; e < rows * width; ++e) g[e] = std::cos(0.11f * float(e));
@@ -90,7 +91,8 @@ TEST(Emulator, BsplineTilesAcrossFeatureGroups) {
   for (unsigned blocks : {1u, 3u, 5u}) {
     std::vector<float> out(rows * width, -7.f), gx(rows * in, -7.f);
     SWISK_LAUNCH(expand_on_any_grid, dim3(blocks), dim3(256), nullptr, p, x.data(), grid.data(), out.data());
-    SWISK_LAUNCH(contract_on_any_grid, dim3(blocks), dim3(256), nullptr, pc, x.data(), grid.data(), g.data(), gx.data());
+    SWISK_LAUNCH(contract_on_any_grid, dim3(blocks), dim3(256), nullptr, pc, x.data(), grid.data(), g.data(),
+                 gx.data());
     for (unsigned e = 0; e < out.size(); ++e) {
       if (std::isnan(want[e])) EXPECT_TRUE(std::isnan(out[e]));
       else EXPECT_NEAR(out[e], want[e], 1e-5f * (1 + std::fabs(want[e])));

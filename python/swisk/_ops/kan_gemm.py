@@ -4,6 +4,7 @@ multiplies them by the packed weights [base_weight | spline_weight·spline_scale
 the contraction kernel turns dA = gy·W into dx. A is regenerated in backward, never saved."""
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -142,27 +143,31 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, need_x=True, need_wei
     return gx, gbw.to(x.dtype), gsp.mul_(sc.unsqueeze(-1)).to(x.dtype), gsc
 
 
-_WIDE_GEMM = {"cuda": True}  # torch's GEMMs with out_dtype (fp16/bf16 -> fp32): CUDA in recent torch
+@functools.lru_cache(maxsize=None)
+def _wide_gemm(device_type: str) -> bool:
+    """Whether torch's mm / addmm take out_dtype (fp16/bf16 products written and summed in fp32) on this
+    device type: CUDA, where the overloads exist (recent torch) and have a CUDA kernel."""
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    return device_type == "cuda" and all(hasattr(op, "dtype_out") and has_kernel(op.dtype_out.name(), "CUDA")
+                                         for op in (torch.ops.aten.mm, torch.ops.aten.addmm))
 
 
 def _accumulate(dst, a, b, first: bool) -> None:
-    """dst (+)= a @ b; dst may be wider than the product's dtype (fp32 sums of fp16/bf16 tiles): on CUDA
-    the GEMM then writes and accumulates fp32 itself (no product rounded to fp16/bf16, no temporary)."""
+    """dst (+)= a @ b; dst may be wider than the product's dtype (fp32 sums of fp16/bf16 tiles): where
+    the GEMM takes out_dtype (CUDA) it writes and accumulates fp32 itself (no product rounded to
+    fp16/bf16, no temporary), elsewhere each tile's product is added to dst."""
     if dst.dtype == a.dtype:
         if first:
             torch.mm(a, b, out=dst)
         else:
             dst.addmm_(a, b)
         return
-    if _WIDE_GEMM.get(dst.device.type, False):
-        try:
-            if first:
-                torch.mm(a, b, out_dtype=dst.dtype, out=dst)
-            else:
-                torch.addmm(dst, a, b, out_dtype=dst.dtype, out=dst)
-            return
-        except (RuntimeError, TypeError, NotImplementedError):  # a torch without them: the wide sums below
-            _WIDE_GEMM[dst.device.type] = False
+    if _wide_gemm(dst.device.type):
+        if first:
+            torch.mm(a, b, out_dtype=dst.dtype, out=dst)
+        else:
+            torch.addmm(dst, a, b, out_dtype=dst.dtype, out=dst)
+        return
     if first:
         dst.copy_(torch.mm(a, b))
     else:

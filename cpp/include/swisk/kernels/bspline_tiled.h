@@ -25,10 +25,12 @@ struct BsplineTile {
 SWISK_HD sk_u64 bspline_tile_floats(sk_u32 nb, sk_u32 tl, sk_u32 f, sk_u32 lr, sk_u32 extra) {
   return ((sk_u64(f) * nb + 1 + sk_u64(extra) * (f + 1)) << lr) + sk_u64(f) * tl;
 }
+SWISK_HD sk_u32 bspline_tile_table(SWISK_CONST BsplineParams& p) { return bspline_table_len(p.n_knots, p.order); }
 // The most elements (at most 512) that fit, then the most features.
-SWISK_HD BsplineTile bspline_tile(sk_u32 nb, sk_u32 tl, sk_u32 in, sk_u32 extra) {
+SWISK_HD BsplineTile bspline_tile(SWISK_CONST BsplineParams& p, sk_u32 extra) {
+  const sk_u32 nb = p.n_basis, tl = bspline_tile_table(p);
   sk_i32 top = 0;
-  while (top < 5 && (1u << top) < in) ++top;
+  while (top < 5 && (1u << top) < p.in) ++top;
   BsplineTile t;
   t.lf = 0;
   t.lr = 0;
@@ -44,15 +46,11 @@ SWISK_HD BsplineTile bspline_tile(sk_u32 nb, sk_u32 tl, sk_u32 in, sk_u32 extra)
   t.pitch = t.f * nb + 1;
   return t;
 }
-SWISK_HD sk_u32 bspline_tile_table(SWISK_CONST BsplineParams& p) { return bspline_table_len(p.n_knots, p.order); }
 SWISK_HD bool bspline_tiled(SWISK_CONST BsplineParams& p, sk_u32 extra) {
   return bspline_tile_floats(p.n_basis, bspline_tile_table(p), 1, 0, extra) <= SWISK_BSPLINE_STAGE;
 }
-SWISK_HD BsplineTile bspline_tile_of(SWISK_CONST BsplineParams& p, sk_u32 extra) {
-  return bspline_tile(p.n_basis, bspline_tile_table(p), p.in, extra);
-}
 SWISK_HD sk_u64 bspline_tiles(SWISK_CONST BsplineParams& p, sk_u32 extra) {
-  const BsplineTile t = bspline_tile_of(p, extra);
+  const BsplineTile t = bspline_tile(p, extra);
   return sk_tiles(p.rows, 1u << t.lr) * sk_tiles(p.in, t.f);
 }
 // The grid of the expansion (extra = 1) and the contraction (extra = 2): one block per tile, or at most
@@ -60,7 +58,7 @@ SWISK_HD sk_u64 bspline_tiles(SWISK_CONST BsplineParams& p, sk_u32 extra) {
 // (a block then stays on one group and builds its knot table once); or the untiled bodies' grid.
 SWISK_HD SkGrid bspline_tiled_grid(SWISK_CONST BsplineParams& p, sk_u32 extra) {
   if (!bspline_tiled(p, extra)) return bspline_basis_grid(p);
-  const sk_u64 tiles = bspline_tiles(p, extra), groups = sk_tiles(p.in, bspline_tile_of(p, extra).f);
+  const sk_u64 tiles = bspline_tiles(p, extra), groups = sk_tiles(p.in, bspline_tile(p, extra).f);
   const sk_u64 cap = groups > 0 && groups <= 4096 ? 4096 - 4096 % groups : 4096;
   return sk_tile_grid(tiles > cap ? cap : tiles, 1);
 }
@@ -168,7 +166,7 @@ SWISK_FN void bspline_expand_staged_body(SkIdx id, SWISK_CONST BsplineParams& p,
     bspline_expand_body<M, T>(id, p, x, grid, out);
     return;
   }
-  const BsplineTile t = bspline_tile_of(p, 1);
+  const BsplineTile t = bspline_tile(p, 1);
   const sk_u32 nb = p.n_basis, tl = bspline_tile_table(p);
   SWISK_TG A* xs = stage + (t.pitch << t.lr);
   SWISK_TG A* table = xs + ((t.f + 1) << t.lr);
@@ -223,7 +221,7 @@ SWISK_FN void bspline_contract_staged_body(SkIdx id, SWISK_CONST BsplineParams& 
     bspline_contract_body<M, T>(id, p, x, grid, grad, gx);
     return;
   }
-  const BsplineTile t = bspline_tile_of(p, 2);
+  const BsplineTile t = bspline_tile(p, 2);
   const sk_u32 nb = p.n_basis, tl = bspline_tile_table(p);
   SWISK_TG A* xs = stage + (t.pitch << t.lr);
   SWISK_TG A* gs = xs + ((t.f + 1) << t.lr);
