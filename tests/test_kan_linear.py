@@ -360,6 +360,71 @@ def test_cpu_fused_short_grids(rng, uniform, order, n_basis, fin):
         check_fused_against_reference(rng, [t.to(dtype) for t in args], order, dtype, bound)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 9])
+@pytest.mark.parametrize("uniform", [True, False])
+def test_cpu_fused_few_rows(rng, rows, uniform):
+    """A few rows in fp32/fp64 take the forward that reads the weights as stored (each row's dense
+    bases, no repacking: cpu/kan_direct.h), more rows the repacked one: vectors of columns spanning
+    features (n_basis 8, and 19 past the 16 lanes), a row's tail of columns, fewer features than lanes
+    and more, no base branch or no scaler, order 0 and 7; forward and every gradient."""
+    for fin, fout, gs, order, base, scaler in ((37, 83, 5, 3, True, True), (3, 9, 16, 3, True, False),
+                                               (17, 5, 1, 0, False, True), (1, 33, 4, 7, True, True)):
+        args = make(rng, rows, fin, fout, gs, order, torch.float64, base, scaler)
+        if uniform:
+            args[1] = uniform_grid(fin, gs, order)
+            args[0] = torch.rand(rows, fin, generator=rng, dtype=torch.float64) * 7 - 3.5  # some outside
+        for dtype, bound in ((torch.float64, 1e-11), (torch.float32, 5e-5)):
+            cast = [None if t is None else t.to(dtype) for t in args]
+            leaves = [t if i == 1 or t is None else t.clone().requires_grad_() for i, t in enumerate(cast)]
+            with swisk.config.using(kan_route="fused"):
+                y = swisk.ops.kan_linear(*leaves, order)
+                go = torch.randn(y.shape, generator=rng, dtype=torch.float64).to(dtype)
+                ins = [t for i, t in enumerate(leaves) if i != 1 and t is not None]
+                got = torch.autograd.grad(y, ins, go)
+            yr = ref(*cast, order)
+            assert rel_err(y, yr) <= bound, f"{dtype} y rows={rows} in={fin} (seed {rng.initial_seed()})"
+            dl = [None if t is None else t.detach().double().requires_grad_(i != 1) for i, t in enumerate(cast)]
+            bw = torch.zeros(fout, fin, dtype=torch.float64) if dl[2] is None else dl[2]
+            want = torch.autograd.grad(reference.kan_linear(dl[0], dl[1], bw, dl[3], dl[4], order),
+                                       [t for i, t in enumerate(dl) if i != 1 and t is not None], go.double())
+            for g, w in zip(got, want):
+                assert rel_err(g, w) <= bound, f"{dtype} grad rows={rows} in={fin} (seed {rng.initial_seed()})"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_nonfinite_weights_few_rows(rng, bad):
+    """The few-rows forward multiplies every dense basis, zero or not, by every weight: a non-finite
+    spline weight or scaler gives the formulation's NaN and inf pattern (0·inf in rows whose bases do not
+    reach it), without the repacked path's fix-up."""
+    for dtype in (torch.float64, torch.float32):
+        x, grid, bw, sw, sc = make(rng, 4, 3, 4, 5, 3, dtype)
+        x[:2] = grid[:, 0] - 1  # every basis zero
+        x[2] = (grid[:, 0] + grid[:, 1]) / 2  # reaches each feature's first basis
+        for w, at in ((sw, (1, 2, 0)), (sc, (2, 0))):
+            w2 = w.clone()
+            w2[at] = bad
+            a = (x, grid, bw, w2, sc) if w is sw else (x, grid, bw, sw, w2)
+            want = ref(*a, 3)
+            with swisk.config.using(kan_route="fused"):
+                got = swisk.ops.kan_linear(*a, 3).double()
+            assert not want.isfinite().all() and want.isfinite().any()
+            assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+            assert torch.equal(got.sign()[want.isinf()], want.sign()[want.isinf()])
+            fin = want.isfinite()
+            assert rel_err(got[fin].reshape(-1), want[fin].reshape(-1)) <= REL[dtype]
+        # n_basis = order + 1: inside the grid every basis is non-zero, and an infinite scaler times
+        # positive weights gives +inf, not NaN: the lanes past the row's 12 columns must not add 0 · inf
+        x, grid, bw, sw, sc = make(rng, 4, 3, 4, 1, 3, dtype)
+        x[:, 0] = (grid[0, 3] + grid[0, 4]) / 2
+        sw[1, 0] = 1.0
+        sc[1, 0] = float("inf")
+        want = ref(x, grid, bw, sw, sc, 3)
+        with swisk.config.using(kan_route="fused"):
+            got = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3).double()
+        assert (want[:, 1] == float("inf")).all() and want[:, [0, 2, 3]].isfinite().all()
+        assert torch.equal(got.isinf(), want.isinf()) and not got.isnan().any()
+
+
 @pytest.mark.parametrize("uniform", [True, False])
 def test_cpu_fused_chunks(rng, uniform):
     """The CPU fused kernels run the outputs in chunks (forward) and the features in chunks (backward)

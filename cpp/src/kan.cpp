@@ -155,7 +155,9 @@ std::unique_ptr<PreparedCall> kan_linear_prepare(const KanLinearArgs& a, Backend
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   c->outputs = {shape};
   c->zero_outputs = {uint8_t(p.in == 0)};  // no features: y = 0, which no kernel writes
-  c->work = kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, false, a.tf32);
+  c->work = b == Backend::cpu && kan_cpu_direct(p.rows, a.x.dtype)
+                ? kan_cpu_layout(p.in, p.out, p.n_basis, a.order, a.x.dtype, false).wt
+                : kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, false, a.tf32);
   return c;
 }
 

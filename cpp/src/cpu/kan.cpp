@@ -12,6 +12,7 @@
 // fixed: dx from dot products of gy with those rows, the weight gradient summed in registers.
 // Both run chunk by chunk (kan_repack.h): the forward over chunks of outputs, the backward over chunks
 // of features, each chunk's repacked weights and gradient within kan_cpu_chunk_bytes (kan.h).
+// A forward of a few rows (fp32/fp64) skips the repacking: kan_direct.h.
 #include "swisk/ops/kan.h"
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "bspline_uniform.h"
 #include "clones.h"
 #include "dtype_dispatch.h"
+#include "kan_direct.h"
 #include "kan_locals.h"
 #include "kan_repack.h"
 #include "parallel.h"
@@ -282,8 +284,12 @@ void forward(const KanLinearArgs& a) {
     const UniformKnots<A> ut = few ? uv->tiled(p.in) : UniformKnots<A>();
     if (ut.all) c.ut = &ut;
     knot_inverses(c);
-    bool nonfinite = false;
     T* y = a.out.ptr<T>();
+    if constexpr (std::is_same_v<T, A>) {
+      if (kan_cpu_direct(p.rows, a.x.dtype))
+        return dispatch_order(a.order, [&](auto k) { direct_forward<k()>(c, y); });
+    }
+    bool nonfinite = false;
     dispatch_order(a.order, [&](auto k) {
       const int64_t threads = max_threads(), rows = p.rows;
       const int64_t block = std::max<int64_t>(1, std::min(kRows, (rows + threads - 1) / threads));

@@ -4,7 +4,6 @@ the same glue: C++ prepares the call (validation, output shapes, scratch), Pytho
 launches; Metal dispatches come back and are bound here, for MPS and metal-emu alike."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import threading
 from typing import Callable, Optional
@@ -75,8 +74,6 @@ def _schema(spec: OpSpec) -> str:
     return f"{spec.name}({', '.join(args)}) -> {outs if len(spec.outputs) == 1 else '(' + outs + ')'}"
 
 
-def _meta(t):
-    return None if t is None else (t.dtype, t.device, t.shape, t.stride())
 
 
 class _Entry:
@@ -101,7 +98,8 @@ class _Prepared:
 
     def get(self, tensors, scalars, backend: str) -> _Entry:
         extra = self.spec.extra(backend, tensors, scalars) if self.spec.extra else ()
-        key = (backend, scalars, extra, *map(_meta, tensors))
+        key = (backend, scalars, extra,
+               *[None if t is None else (t.dtype, t.device, t.shape, t.stride()) for t in tensors])
         entry = self.cache.get(key)
         if entry is None:
             names = self.spec.input_names()
@@ -222,12 +220,12 @@ def take(owner, attr: str, key):
     return held[1] if held[0] == key else None
 
 
-@contextlib.contextmanager
-def _recording():
-    before = recording()
+def _recorded(run, *args):
+    """run(*args) with recording() true (an op's forward for autograd)."""
+    before = getattr(_STATE, "recording", False)
     _STATE.recording = True
     try:
-        yield
+        return run(*args)
     finally:
         _STATE.recording = before
 
@@ -247,11 +245,10 @@ def _autograd(spec: OpSpec, op):
         @staticmethod
         def forward(ctx, keyset, *args):
             # keyset None: called from the public wrapper on plain eager tensors (no dispatcher)
-            with _recording():
-                if keyset is None:
-                    out = _run(spec, op._swisk_prepared, args)
-                else:
-                    out = op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+            if keyset is None:
+                out = _recorded(_run, spec, op._swisk_prepared, args)
+            else:
+                out = _recorded(op.redispatch, keyset & _AFTER_AUTOGRAD, *args)
             ctx.save_for_backward(*args[:n_in])
             ctx.scalars = args[n_in:]
             return out
@@ -272,8 +269,9 @@ def _autograd(spec: OpSpec, op):
         @staticmethod
         def forward(keyset, *args):
             args = _unpacked(args)
-            with _recording():
-                return op(*args) if keyset is None else op.redispatch(keyset & _AFTER_AUTOGRAD, *args)
+            if keyset is None:
+                return _recorded(op, *args)
+            return _recorded(op.redispatch, keyset & _AFTER_AUTOGRAD, *args)
 
         @staticmethod
         def setup_context(ctx, inputs, output):

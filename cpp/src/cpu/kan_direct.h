@@ -1,0 +1,139 @@
+// The CPU fused forward for a few rows (fp32/fp64; kan.cpp): no repacking of the weights. Each row's
+// bases are laid out densely (in · n_basis, zero outside the row's window), then every output is the
+// dot product of its spline_weight row with them, the weights scaled lane by lane by their feature's
+// scaler (a permutation of a vector of scalers), plus base_weight's row with silu(x): one pass over
+// the parameters as stored, where the repacked path reads them, writes the copy and reads that. The
+// zero bases multiply the weights as the formulation's dense product does (0 · inf is NaN here too).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "clones.h"
+#include "kan_locals.h"
+#include "kan_repack.h"
+#include "parallel.h"
+#include "vec_math.h"
+
+namespace swisk::cpu {
+
+// v's lanes in the order idx gives (lane l of the result is v[idx[l]]), indices known at run time.
+template <typename A>
+SK_VEC_INLINE V64<A> vpermute(V64<A> v, typename Vec64<A>::index idx) {
+#if defined(__clang__)
+  V64<A> r;
+  for (int64_t l = 0; l < kLanes<A>; ++l) r[l] = v[idx[l]];
+  return r;
+#else
+  return __builtin_shuffle(v, idx);
+#endif
+}
+
+// One call's operands: the rows' dense bases bx (R, cols rounded up to lanes) and silu values sl (R,
+// in rounded up to lanes), zero-padded; per vector b of a row's columns, the first feature it touches
+// f0[b], how many scalers from there lie in the row nf[b], and each lane's feature counted from f0[b].
+template <typename A>
+struct DirectOperands {
+  using Lane = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;  // Vec64<A>::index's lanes
+  int64_t cols, colsp, inp;
+  std::vector<A> bx, sl;
+  std::vector<int64_t> f0, nf;
+  std::vector<Lane> idx;  // lanes per block (a vector type's alignment is lost in a template argument)
+  typename Vec64<A>::index lanes(int64_t b) const {
+    typename Vec64<A>::index v;
+    __builtin_memcpy(&v, idx.data() + b * kLanes<A>, 64);
+    return v;
+  }
+};
+
+template <int K, typename A>
+DirectOperands<A> direct_operands(const Ctx<A, A>& c) {
+  const KanParams& p = c.p;
+  constexpr int64_t L = kLanes<A>;
+  const int64_t in = p.in, nb = p.n_basis, rows = p.rows;
+  DirectOperands<A> d;
+  d.cols = in * nb;
+  d.colsp = (d.cols + L - 1) / L * L;
+  d.inp = (in + L - 1) / L * L;
+  d.bx.assign(rows * d.colsp, A(0));
+  d.sl.assign(rows * d.inp, A(0));
+  std::vector<A> xa((in + kFeats - 1) / kFeats * kFeats + L);
+  Local<K, A, false> l[kFeats];
+  for (int64_t r = 0; r < rows; ++r) {
+    A *bx = d.bx.data() + r * d.colsp, *sl = d.sl.data() + r * d.inp;
+    for (int64_t f0 = 0; f0 < in; f0 += kFeats) {
+      const int64_t n = std::min<int64_t>(kFeats, in - f0);
+      forward_locals<K>(c, r, f0, n, xa.data(), l);
+      for (int64_t f = 0; f < n; ++f) {
+        sl[f0 + f] = l[f].c[0];
+        for (int q = 0; q <= K; ++q) {  // window rows past n_basis are the repacked layout's zero rows
+          const int64_t j = l[f].row - 1 + q;
+          if (j < nb) bx[(f0 + f) * nb + j] = l[f].c[q + 1];
+        }
+      }
+    }
+  }
+  const int64_t blocks = d.colsp / L;
+  d.f0.resize(blocks), d.nf.resize(blocks), d.idx.resize(blocks * L);
+  for (int64_t b = 0; b < blocks; ++b) {
+    d.f0[b] = b * L / std::max<int64_t>(nb, 1);
+    d.nf[b] = std::min<int64_t>(L, in - d.f0[b]);
+    for (int64_t e = 0; e < L; ++e)  // lanes past the row: any valid lane (their weights are zeroed)
+      d.idx[b * L + e] = b * L + e < d.cols ? (b * L + e) / nb - d.f0[b] : 0;
+  }
+  return d;
+}
+
+// y[r, o] for the R rows and outputs [lo, hi).
+template <int R, typename A>
+SK_CLONES_FLAT void direct_outputs(const Ctx<A, A>& c, const DirectOperands<A>& d, A* y, int64_t lo, int64_t hi) {
+  using V = V64<A>;
+  constexpr int64_t L = kLanes<A>;
+  const KanParams& p = c.p;
+  const int64_t in = p.in, cols = d.cols, full = cols / L, tail = cols - full * L;
+  for (int64_t o = lo; o < hi; ++o) {
+    const A* w = c.sw + o * cols;
+    const A* s = p.has_scaler ? c.sc + o * in : nullptr;
+    V acc[R] = {};
+    const auto add = [&](int64_t b, V ws, int64_t n) {  // n: the block's columns in the row
+      if (s) ws *= vpermute<A>(vload_part(s + d.f0[b], d.nf[b]), d.lanes(b));
+      for (int64_t e = n; e < L; ++e) ws[e] = A(0);  // not w · s past the row: 0 · inf would be NaN
+      for (int r = 0; r < R; ++r) acc[r] += ws * vload(d.bx.data() + r * d.colsp + b * L);
+    };
+    for (int64_t b = 0; b < full; ++b) add(b, vload(w + b * L), L);
+    if (tail) add(full, vload_part(w + full * L, tail), tail);
+    A base[R] = {};
+    if (p.has_base) {
+      const A* bw = c.bw + o * in;
+      V ab[R] = {};
+      for (int64_t i = 0; i < in; i += L) {
+        const V wv = vload_part(bw + i, std::min<int64_t>(L, in - i));
+        for (int r = 0; r < R; ++r) ab[r] += wv * vload(d.sl.data() + r * d.inp + i);
+      }
+      for (int r = 0; r < R; ++r) base[r] = vsum<A>(ab[r]);
+    }
+    for (int r = 0; r < R; ++r) y[r * p.out + o] = base[r] + vsum<A>(acc[r]);
+  }
+}
+
+// The forward of rows <= kKanCpuDirectRows (kan_cpu_direct), outputs split across threads.
+template <int K, typename A>
+void direct_forward(const Ctx<A, A>& c, A* y) {
+  const KanParams& p = c.p;
+  const DirectOperands<A> d = direct_operands<K>(c);
+  const int64_t per_output = int64_t(p.rows) * (d.colsp + d.inp);
+  parallel_for(p.out, work_grain(1, per_output), [&](int64_t lo, int64_t hi) {
+    switch (p.rows) {
+      case 1: return direct_outputs<1>(c, d, y, lo, hi);
+      case 2: return direct_outputs<2>(c, d, y, lo, hi);
+      case 3: return direct_outputs<3>(c, d, y, lo, hi);
+      default: return direct_outputs<4>(c, d, y, lo, hi);
+    }
+  });
+}
+static_assert(kKanCpuDirectRows == 4, "direct_forward covers 1 to 4 rows");
+
+}  // namespace swisk::cpu
