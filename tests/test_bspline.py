@@ -190,7 +190,11 @@ def test_bad_inputs():
     bad(TypeError, r"\[bspline_basis\] x: expected a torch.Tensor", [[0.0] * 4], g, 3)
     flat = g.clone()
     flat[2, 5] = flat[2, 4]
-    bad(ValueError, r"knots must be strictly increasing; row 2 is not at index 5", x, flat, 3)
+    bad(ValueError, r"\[bspline_basis\] grid: knots must be strictly increasing; row 2 is not at index 5", x, flat, 3)
+    for name, call in (("kan_expand", lambda: swisk.ops.kan_expand(x, flat, 3)),  # each op's own name
+                       ("kan_contract", lambda: torch.ops.swisk.kan_contract(x, flat, swisk.ops.kan_expand(x, g, 3), 3, 1, True))):
+        with pytest.raises(ValueError, match=rf"\[{name}\] grid: knots must be strictly increasing"):
+            call()
     nan = g.clone()
     nan[1, 0] = float("nan")
     bad(ValueError, r"row 1 has a non-finite knot at 0", x, nan, 3)

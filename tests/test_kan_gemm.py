@@ -60,8 +60,8 @@ def test_wide_sums_of_low_precision_tiles(rng):
     a = [torch.randn(9, 6, generator=rng).bfloat16().to(dev) for _ in range(2)]
     b = [torch.randn(6, 4, generator=rng).bfloat16().to(dev) for _ in range(2)]
     dst = torch.full((9, 4), float("nan"), device=dev)
-    kan_gemm._accumulate(dst, a[0], b[0], True)
-    kan_gemm._accumulate(dst, a[1], b[1], False)
+    kan_gemm.accumulate(dst, a[0], b[0], True)
+    kan_gemm.accumulate(dst, a[1], b[1], False)
     want = sum((x.double().cpu() @ y.double().cpu()) for x, y in zip(a, b))
     assert dst.dtype == torch.float32 and (dst.double().cpu() - want).abs().max() <= 2e-2 * want.abs().max()
 

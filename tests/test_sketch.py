@@ -192,6 +192,23 @@ def test_column_tiles_are_bounded(monkeypatch, rng, kind):
     torch.testing.assert_close(gx, g @ s, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_low_precision_tiles_sum_in_fp32(rng, dtype):
+    """fp16/bf16 x with S in many column tiles: the tiles' products are summed in fp32 and rounded once,
+    so the error stays that of one GEMM over the whole S (summed in bf16 it grew with the tiles: 5e-2
+    at 512 tiles)."""
+    n, k = 4096, 256
+    x = torch.randn(8, n, generator=rng).to(dtype)
+    s = swisk.ops.sketch_matrix("rademacher", k, n, 7, dtype).double()
+    want = x.double() @ s.T
+    for budget, tiles in ((64 << 20, 1), (k * 2 * 8, 512)):
+        with swisk.config.using(workspace_bytes=budget):
+            y = swisk.ops.sketch(x, "rademacher", k, 7)
+        assert y.dtype == dtype
+        err = ((y.double() - want).abs().max() / want.abs().max()).item()
+        assert err <= (8e-3 if dtype == torch.bfloat16 else 1e-3), (tiles, err)
+
+
 def _cuda_takes_tiles(backend, dtype, k, nnz, transpose):
     """CUDA's rule (cpp/src/sketch.cpp, from an H200's run): the GEMM over tiles of S where k / nnz is under
     96 (x S^T) or 32 (g S) in fp32, 768 or 256 in fp16/bf16."""

@@ -90,6 +90,12 @@ def test_fwht_bad_inputs(backend):
     bad(ValueError, r"\[fwht\] x: must be \(\.\.\., n\)", swisk.ops.fwht, torch.tensor(1.0))
     bad(TypeError, r"\[fwht\] scale: expected a float or None, got str", swisk.ops.fwht, torch.randn(4), "a")
     bad(ValueError, r"\[fwht\] scale: must be finite", swisk.ops.fwht, torch.randn(4), math.inf)
+    for dtype in (torch.float32, torch.bfloat16):  # finite, but not in the kernels' float32
+        bad(ValueError, r"\[fwht\] scale: must be within float32's range", swisk.ops.fwht, torch.ones(4, dtype=dtype),
+            1e300)
+    if backend == "cpu":
+        want = torch.tensor([4e300, 0.0, 0.0, 0.0], dtype=torch.float64)
+        assert torch.equal(swisk.ops.fwht(torch.ones(4, dtype=torch.float64), 1e300), want)
     bad(TypeError, r"\[fwht\] x: expected a floating-point tensor", swisk.ops.fwht, torch.ones(4, dtype=torch.int32))
     if backend != "cpu":
         bad(TypeError, "float64 is not supported on the GPU", swisk.ops.fwht, torch.randn(4, dtype=torch.float64))

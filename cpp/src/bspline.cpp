@@ -45,20 +45,23 @@ BsplineParams bspline_params(const TensorView& x, const TensorView& grid, int or
   return p;
 }
 
-template <class Args>
+// The knots' values, at launch where the host can read them, in the name of the public op.
+constexpr char kBasis[] = "bspline_basis", kExpand[] = "kan_expand", kContract[] = "kan_contract";
+template <const char* Op, class Args>
 static void check_grid_values(const Args& a) {
-  if (host_readable(a.launch.backend)) check_knots("bspline_basis", "grid", a.grid);
+  if (host_readable(a.launch.backend)) check_knots(Op, "grid", a.grid);
 }
 
 // (..., in) -> (..., in, n_basis) for bspline_basis, (..., width) for kan_expand.
-static std::unique_ptr<PreparedCall> expand_prepare(const char* op, const BsplineBasisArgs& a, Backend b,
-                                                    bool per_feature) {
+template <const char* Op>
+static std::unique_ptr<PreparedCall> expand_prepare(const BsplineBasisArgs& a, Backend b, bool per_feature) {
+  const char* op = Op;
   check_common(op, a.x, a.grid, a.order, a.derivative, a.base, b);
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
   std::vector<int64_t> shape(a.x.shape, a.x.shape + a.x.ndim);
   if (per_feature) shape.push_back(p.n_basis);
   else shape.back() = p.width;
-  auto c = make_call("bspline_expand", a, b, &check_grid_values<BsplineBasisArgs>);
+  auto c = make_call("bspline_expand", a, b, &check_grid_values<Op, BsplineBasisArgs>);
   c->outputs = {shape};
   c->zero_outputs = {0};
   return c;
@@ -66,15 +69,15 @@ static std::unique_ptr<PreparedCall> expand_prepare(const char* op, const Bsplin
 
 std::unique_ptr<PreparedCall> bspline_basis_prepare(const BsplineBasisArgs& a, Backend b) {
   SWISK_CHECK(!a.base, value, "bspline_basis", "base", "the silu columns belong to kan_expand");
-  return expand_prepare("bspline_basis", a, b, true);
+  return expand_prepare<kBasis>(a, b, true);
 }
 
 std::unique_ptr<PreparedCall> kan_expand_prepare(const BsplineBasisArgs& a, Backend b) {
-  return expand_prepare("kan_expand", a, b, false);
+  return expand_prepare<kExpand>(a, b, false);
 }
 
 std::unique_ptr<PreparedCall> bspline_contract_prepare(const BsplineContractArgs& a, Backend b) {
-  const char* op = "kan_contract";
+  const char* op = kContract;
   check_common(op, a.x, a.grid, a.order, a.derivative, a.base, b);
   const BsplineParams p = bspline_params(a.x, a.grid, a.order, a.derivative, a.base);
   check_same_dtype(op, "grad", a.grad, a.x, "x");
@@ -83,7 +86,7 @@ std::unique_ptr<PreparedCall> bspline_contract_prepare(const BsplineContractArgs
   shape.back() = p.width;
   check_shape(op, "grad", a.grad, shape);
   check_contiguous(op, "grad", a.grad);
-  auto c = make_call("bspline_contract", a, b, &check_grid_values<BsplineContractArgs>);
+  auto c = make_call("bspline_contract", a, b, &check_grid_values<kContract, BsplineContractArgs>);
   c->outputs = {std::vector<int64_t>(a.x.shape, a.x.shape + a.x.ndim)};
   c->zero_outputs = {0};
   return c;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "validate.h"
 
@@ -175,6 +176,9 @@ std::unique_ptr<PreparedCall> fwht_prepare(const FwhtArgs& a, Backend b) {
               "the last dimension must be a power of two below 2^31, got ", n);
   SWISK_CHECK(a.x.numel() / n < (int64_t(1) << 32), value, op, "x", "at most 2^32 rows are supported");
   SWISK_CHECK(std::isfinite(a.scale), value, op, "scale", "must be finite, got ", a.scale);
+  SWISK_CHECK(a.x.dtype == DType::f64 || std::fabs(a.scale) <= std::numeric_limits<float>::max(), value, op, "scale",
+              "must be within float32's range for an x of float32, float16 or bfloat16 (the kernels' arithmetic), got ",
+              a.scale);
   if (a.x.numel() > 0) check_contiguous(op, "x", a.x);
   auto c = make_call(op, a, b);
   c->outputs = {std::vector<int64_t>(a.x.shape, a.x.shape + a.x.ndim)};

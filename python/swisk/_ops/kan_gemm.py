@@ -120,9 +120,9 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, need_x=True, need_wei
             if need_weights:
                 a = ws[0, :n * width].view(n, width)
                 expand(xt, grid, k, 0, base, a)
-                _accumulate(gsp, gt.t(), a[:, b0:], r0 == 0)
+                accumulate(gsp, gt.t(), a[:, b0:], r0 == 0)
                 if base:
-                    _accumulate(gbw, gt.t(), a[:, :b0], r0 == 0)
+                    accumulate(gbw, gt.t(), a[:, :b0], r0 == 0)
             if need_x:
                 da = ws[-1, :n * width].view(n, width)
                 torch.mm(gt, w, out=da)
@@ -152,7 +152,7 @@ def _wide_gemm(device_type: str) -> bool:
                                          for op in (torch.ops.aten.mm, torch.ops.aten.addmm))
 
 
-def _accumulate(dst, a, b, first: bool) -> None:
+def accumulate(dst, a, b, first: bool) -> None:
     """dst (+)= a @ b; dst may be wider than the product's dtype (fp32 sums of fp16/bf16 tiles): where
     the GEMM takes out_dtype (CUDA) it writes and accumulates fp32 itself (no product rounded to
     fp16/bf16, no temporary), elsewhere each tile's product is added to dst."""

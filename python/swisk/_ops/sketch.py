@@ -10,6 +10,7 @@ import torch
 from .. import _C, config
 from ..reference import sketch as ref
 from .define import _PLAIN, OpSpec, _route, _run, define, hold, invoke, recording, take, wrapper
+from .kan_gemm import accumulate
 
 SKETCHES = tuple(_C.sketch_names().split(", "))  # the kernel header's list, in id order
 MAX_NNZ = _C.sketch_max_nnz()
@@ -59,12 +60,13 @@ def _sketch_tiles(tensors, scalars):
         if recording():
             hold(x, "_swisk_sketch", _key(x, kind, k, n, seed, nnz), s)
         return (x2 @ s.T).reshape(*x.shape[:-1], k)
-    y, buf = None, x.new_empty(k * step)  # one tile's memory, reused
+    # fp16/bf16: the tiles' products summed in fp32, rounded once (as one GEMM over the whole S would)
+    wide = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    y, buf = torch.empty(x2.shape[0], k, dtype=wide, device=x.device), x.new_empty(k * step)  # one tile, reused
     for c0 in range(0, n, step):
         c1 = min(n, c0 + step)
-        s = _tile(like, kind, k, n, seed, c0, c1, nnz, buf)
-        y = x2[:, c0:c1] @ s.T if y is None else y.addmm_(x2[:, c0:c1], s.T)
-    return y.reshape(*x.shape[:-1], k)
+        accumulate(y, x2[:, c0:c1], _tile(like, kind, k, n, seed, c0, c1, nnz, buf).T, c0 == 0)
+    return y.to(x.dtype).reshape(*x.shape[:-1], k)
 
 
 def _transpose_tiles(tensors, scalars):
