@@ -11,10 +11,15 @@ static constexpr const char* kActivations[] = {"silu", "gelu", "identity"};
 
 const char* kan_conv_activations() { return "silu, gelu, identity"; }
 
+static constexpr int64_t kMaxExtent = int64_t(1) << 31;  // stride, dilation, padding, padded sizes
+
 static void check_list(const char* op, const char* arg, const std::vector<int64_t>& v, size_t n, int64_t lo) {
   SWISK_CHECK(v.size() == n, value, op, arg, "expected ", n, " values (one per spatial dimension",
               n > 0 && std::string(arg) == "padding" ? ", before and after" : "", "), got ", v.size());
-  for (int64_t e : v) SWISK_CHECK(e >= lo, value, op, arg, "every value must be >= ", lo, ", got ", e);
+  for (int64_t e : v) {
+    SWISK_CHECK(e >= lo, value, op, arg, "every value must be >= ", lo, ", got ", e);
+    SWISK_CHECK(e < kMaxExtent, value, op, arg, "every value must be below 2^31, got ", e);
+  }
 }
 
 // The output shape; every metadata check of the op.
@@ -72,13 +77,20 @@ static std::vector<int64_t> kan_conv_shape(const char* op, const Args& a, Backen
               kan_conv_activations());
   std::vector<int64_t> shape(x.shape, x.shape + cdim);
   shape.push_back(O);
+  double elements = double(C);  // of the padded input, which the route copies
+  for (int64_t k = 0; k < cdim; ++k) elements *= double(x.shape[k]);
   for (int k = 0; k < d; ++k) {
     const int64_t span = g.dilation[k] * (sw.shape[2 + k] - 1) + 1;
     const int64_t padded = x.shape[cdim + 1 + k] + g.padding[2 * k] + g.padding[2 * k + 1];
+    SWISK_CHECK(padded < kMaxExtent, value, op, "padding", "the padded size must be below 2^31 in every dimension, got ",
+                padded, " in dimension ", k);
     SWISK_CHECK(padded >= span, value, op, "x", "spatial size ", x.shape_str(), " (padded: ", padded,
                 " in dimension ", k, ") is smaller than the dilated kernel (", span, ")");
     shape.push_back((padded - span) / g.stride[k] + 1);
+    elements *= double(padded);
   }
+  SWISK_CHECK(elements < double(int64_t(1) << 48), value, op, "padding", "the padded input would hold ", elements,
+              " elements (at most 2^48 are supported)");
   return shape;
 }
 
