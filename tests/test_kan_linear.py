@@ -412,8 +412,12 @@ def test_nonfinite_weights_few_rows(rng, bad):
             assert torch.equal(got.sign()[want.isinf()], want.sign()[want.isinf()])
             fin = want.isfinite()
             assert rel_err(got[fin].reshape(-1), want[fin].reshape(-1)) <= REL[dtype]
-        # n_basis = order + 1: inside the grid every basis is non-zero, and an infinite scaler times
-        # positive weights gives +inf, not NaN: the lanes past the row's 12 columns must not add 0 · inf
+
+
+def test_infinite_scaler_few_rows_past_the_row(rng):
+    """n_basis = order + 1: inside the grid every basis is non-zero, and an infinite scaler times
+    positive weights gives +inf, not NaN: the lanes past the row's 12 columns must not add 0 · inf."""
+    for dtype in (torch.float64, torch.float32):
         x, grid, bw, sw, sc = make(rng, 4, 3, 4, 1, 3, dtype)
         x[:, 0] = (grid[0, 3] + grid[0, 4]) / 2
         sw[1, 0] = 1.0

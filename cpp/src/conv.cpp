@@ -82,8 +82,8 @@ static std::vector<int64_t> kan_conv_shape(const char* op, const Args& a, Backen
   for (int k = 0; k < d; ++k) {
     const int64_t span = g.dilation[k] * (sw.shape[2 + k] - 1) + 1;
     const int64_t padded = x.shape[cdim + 1 + k] + g.padding[2 * k] + g.padding[2 * k + 1];
-    SWISK_CHECK(padded < kMaxExtent, value, op, "padding", "the padded size must be below 2^31 in every dimension, got ",
-                padded, " in dimension ", k);
+    SWISK_CHECK(padded < kMaxExtent, value, op, "padding",
+                "the padded size must be below 2^31 in every dimension, got ", padded, " in dimension ", k);
     SWISK_CHECK(padded >= span, value, op, "x", "spatial size ", x.shape_str(), " (padded: ", padded,
                 " in dimension ", k, ") is smaller than the dilated kernel (", span, ")");
     shape.push_back((padded - span) / g.stride[k] + 1);

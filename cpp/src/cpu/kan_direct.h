@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "clones.h"

@@ -74,8 +74,6 @@ def _schema(spec: OpSpec) -> str:
     return f"{spec.name}({', '.join(args)}) -> {outs if len(spec.outputs) == 1 else '(' + outs + ')'}"
 
 
-
-
 class _Entry:
     """A prepared call with what Python needs of it read once: output shapes and zero-fill flags,
     the scratch (elements, dtype) or None when the op has none, and the launch."""
