@@ -6,8 +6,8 @@
 #   SWISK_WHEEL=path   install this wheel (built elsewhere for this GPU, the checkout's Python files over
 #                      its own) instead of building here
 #                      (the build uses the machine's own tools: pip install --no-build-isolation)
-#   SWISK_GPU_TESTS_S, SWISK_GPU_BENCH_S, SWISK_GPU_SANITIZER_S, SWISK_GPU_KERNELS_S, SWISK_GPU_NCU_S: phase
-#   limits in seconds
+#   SWISK_GPU_TESTS_S, SWISK_GPU_BENCH_S, SWISK_GPU_SANITIZER_S, SWISK_GPU_KERNELS_S, SWISK_GPU_PROFILE_S,
+#   SWISK_GPU_NCU_S: phase limits in seconds
 #   (SWISK_GPU_NCU_S: 0, the default, skips the profiler)
 # A wheel for an H100/H200 built on another machine (CPython 3.12 there; abi3 serves 3.12 and later):
 #   python3.12 -m pip wheel --no-build-isolation --no-deps -w .whl . -Ccmake.define.SWISK_CUDA_ARCHS=90a-real \
@@ -83,6 +83,13 @@ note "pytest (cpu, emulators): exit $rest_rc: $(tail -1 "$results/pytest-rest.lo
 timeout -k 5 "${SWISK_GPU_KERNELS_S:-60}" python3 scripts/gpu_kernels.py --calls 7 >"$results/kernels.txt" 2>&1
 note "kernels: exit $?"
 sed 's/^/  /' "$results/kernels.txt" >>"$summary"
+# 5. Where the steps that miss their goals spend their device time (scripts/gpu_profile.py: kernels by
+# time, per case; 0 skips it)
+if [ "${SWISK_GPU_PROFILE_S:-60}" -gt 0 ]; then
+  timeout -k 5 "${SWISK_GPU_PROFILE_S:-60}" python3 scripts/gpu_profile.py >"$results/profile.txt" 2>&1
+  note "profile: exit $?"
+  grep '^====' "$results/profile.txt" | sed 's/^/  /' >>"$summary"
+fi
 if [ "${SWISK_GPU_NCU_S:-0}" -gt 0 ]; then
   timeout -k 5 "$SWISK_GPU_NCU_S" ncu --kernel-name regex:'expand|fwht|sparse' --launch-skip 1 --launch-count 12 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
