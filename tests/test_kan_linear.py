@@ -391,6 +391,35 @@ def test_cpu_fused_few_rows(rng, rows, uniform):
                 assert rel_err(g, w) <= bound, f"{dtype} grad rows={rows} in={fin} (seed {rng.initial_seed()})"
 
 
+@pytest.mark.parametrize("rows", [1, 3, 4])
+def test_cpu_direct_backward(rng, rows):
+    """The backward of 1-4 rows reads the weights as stored (cpu/kan_direct.h): feature blocks of a
+    vector across two threads' ranges with a tail block, x alone or the weights alone differentiated,
+    against the reference; 1 and 2 threads give the same bits."""
+    fin, fout, gs, order = 40, 400, 5, 3
+    for dtype, bound in ((torch.float64, 1e-11), (torch.float32, 5e-5)):
+        x, grid, bw, sw, sc = (t.to(dtype) for t in make(rng, rows, fin, fout, gs, order, torch.float64))
+        go = torch.randn(rows, fout, generator=rng, dtype=torch.float64).to(dtype)
+        dl = [t.detach().double().requires_grad_(i != 1) for i, t in enumerate((x, grid, bw, sw, sc))]
+        want = torch.autograd.grad(reference.kan_linear(*dl, order), [dl[i] for i in (0, 2, 3, 4)], go.double())
+        for wrt in ((0,), (2, 3, 4), (0, 2, 3, 4)):
+            runs = []
+            old = torch.get_num_threads()
+            try:
+                for n in (1, 2):
+                    torch.set_num_threads(n)
+                    leaves = [t.clone().requires_grad_(i in wrt) for i, t in enumerate((x, grid, bw, sw, sc))]
+                    with swisk.config.using(kan_route="fused"):
+                        y = swisk.ops.kan_linear(*leaves, order)
+                        runs.append(torch.autograd.grad(y, [leaves[i] for i in wrt], go))
+            finally:
+                torch.set_num_threads(old)
+            assert all(torch.equal(a, b) for a, b in zip(*runs)), f"{dtype} {wrt}: 1 and 2 threads differ"
+            for i, g in zip(wrt, runs[1]):
+                w = want[(0, 2, 3, 4).index(i)]
+                assert rel_err(g, w) <= bound, f"{dtype} grad {i} rows={rows} (seed {rng.initial_seed()})"
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_nonfinite_weights_few_rows(rng, bad):
     """The few-rows forward multiplies every dense basis, zero or not, by every weight: a non-finite

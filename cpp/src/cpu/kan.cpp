@@ -12,7 +12,7 @@
 // fixed: dx from dot products of gy with those rows, the weight gradient summed in registers.
 // Both run chunk by chunk (kan_repack.h): the forward over chunks of outputs, the backward over chunks
 // of features, each chunk's repacked weights and gradient within kan_cpu_chunk_bytes (kan.h).
-// A forward of a few rows (fp32/fp64) skips the repacking: kan_direct.h.
+// A forward or backward of a few rows (fp32/fp64) skips the repacking: kan_direct.h.
 #include "swisk/ops/kan.h"
 
 #include <algorithm>
@@ -335,8 +335,12 @@ void backward(const KanLinearBackwardArgs& a) {
     const UniformKnots<A> ut = few ? ud->tiled(p.in) : UniformKnots<A>();
     if (ut.all) c.ut = &ut;
     knot_inverses(c);
-    A* gwt = a.need_weights ? a.work.ptr<A>() + lay.gwt : nullptr;  // wt is read by dx and by the unpacking
     const T* gy_t = a.grad_out.ptr<const T>();
+    if constexpr (std::is_same_v<T, A>) {
+      if (kan_cpu_direct(p.rows, a.x.dtype))
+        return dispatch_order(a.order, [&](auto k) { direct_backward<k()>(c, a, gy_t); });
+    }
+    A* gwt = a.need_weights ? a.work.ptr<A>() + lay.gwt : nullptr;  // wt is read by dx and by the unpacking
     std::vector<A> gy_acc;  // fp16/bf16: gy in the accumulation type, O(batch·out)
     const A* gy;
     if constexpr (std::is_same_v<T, A>) {

@@ -135,4 +135,137 @@ void direct_forward(const Ctx<A, A>& c, A* y) {
 }
 static_assert(kKanCpuDirectRows == 4, "direct_forward covers 1 to 4 rows");
 
+// The backward of rows <= kKanCpuDirectRows in one pass over the parameters as stored, their gradients
+// written as stored. Features go in blocks of L (a block's columns: c0 = i0 · n_basis on, nb vectors at
+// most), a thread per range of blocks, walking the outputs in order (each output's columns of the
+// range: one run of memory). Per output o and block, with g_r = gy[r, o] and t = Σ_r g_r · B_r (the
+// dense bases): grad_spline_weight = scaler · t, grad_spline_scaler = Σ_j t · w, grad_base_weight =
+// Σ_r g_r · silu_r, while q_r += g_r · scaler · w and qb_r += g_r · base_weight sum what dx needs: then
+// dx = qb_r · silu' + the window's columns of q_r times the bases' derivatives (as the repacked
+// backward: only the window's weights reach dx). Each feature's sums run over the outputs in order in
+// one thread: the same bits for any thread count.
+template <int K, typename A>
+struct DirectBack {
+  int64_t colsp, inp, nv;  // nv: vectors of a whole block's columns
+  std::vector<Local<K, A, true>> loc;  // (in, rows)
+  std::vector<A> bx, sl;               // dense bases (rows, colsp), silu (rows, inp), zero-padded
+  std::vector<typename DirectOperands<A>::Lane> idx;  // per vector of a block's columns: each lane's feature
+  typename Vec64<A>::index lanes(int64_t v) const {
+    typename Vec64<A>::index r;
+    __builtin_memcpy(&r, idx.data() + v * kLanes<A>, 64);
+    return r;
+  }
+};
+
+// Blocks [b0, b1): their gradients, and dx of their features. q: (b1 - b0) · R · nv · L scratch, qb:
+// (b1 - b0) · R · L, pr: nv · L.
+template <int K, int R, typename A>
+SK_CLONES_FLAT void direct_back_range(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, const DirectBack<K, A>& d,
+                                      const A* gy, int64_t b0, int64_t b1, A* q, A* qb, A* pr) {
+  using V = V64<A>;
+  constexpr int64_t L = kLanes<A>;
+  const KanParams& p = c.p;
+  const int64_t in = p.in, out = p.out, nb = p.n_basis, cols = in * nb, nv = d.nv;
+  const bool nx = a.need_x, nw = a.need_weights, base = p.has_base, scaled = p.has_scaler;
+  A *gbw = nw && base ? a.grad_base_weight.ptr<A>() : nullptr, *gsw = nw ? a.grad_spline_weight.ptr<A>() : nullptr;
+  A* gsc = nw && scaled ? a.grad_spline_scaler.ptr<A>() : nullptr;
+  std::fill(q, q + (b1 - b0) * R * nv * L, A(0));
+  std::fill(qb, qb + (b1 - b0) * R * L, A(0));
+  for (int64_t o = 0; o < out; ++o) {
+    A g[R];
+    for (int r = 0; r < R; ++r) g[r] = gy[r * out + o];
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t i0 = b * L, f = std::min<int64_t>(L, in - i0), bc = f * nb, c0 = i0 * nb;
+      A *qr = q + (b - b0) * R * nv * L, *qbr = qb + (b - b0) * R * L;
+      const A* w = c.sw + o * cols + c0;
+      const V s = scaled ? vload_part(c.sc + o * in + i0, f) : V{} + A(1);
+      if (nx && base) {
+        const V bv = vload_part(c.bw + o * in + i0, f);
+        for (int r = 0; r < R; ++r) vstore(qbr + r * L, vload(qbr + r * L) + g[r] * bv);
+      }
+      for (int64_t v = 0; v * L < bc; ++v) {
+        const int64_t n = std::min<int64_t>(L, bc - v * L);
+        const V wv = vload_part(w + v * L, n), sp = scaled ? vpermute<A>(s, d.lanes(v)) : s;
+        if (nx) {  // lanes past the block are never read
+          const V ws = wv * sp;
+          for (int r = 0; r < R; ++r) vstore(qr + (r * nv + v) * L, vload(qr + (r * nv + v) * L) + g[r] * ws);
+        }
+        if (nw) {
+          V t = V{};
+          for (int r = 0; r < R; ++r) t += g[r] * vload(d.bx.data() + r * d.colsp + c0 + v * L);
+          vstore_part(gsw + o * cols + c0 + v * L, t * sp, n);
+          vstore(pr + v * L, t * wv);
+        }
+      }
+      if (gbw) {
+        V t = V{};
+        for (int r = 0; r < R; ++r) t += g[r] * vload(d.sl.data() + r * d.inp + i0);
+        vstore_part(gbw + o * in + i0, t, f);
+      }
+      if (gsc)
+        for (int64_t e = 0; e < f; ++e) {
+          A t = A(0);
+          for (int64_t j = 0; j < nb; ++j) t += pr[e * nb + j];
+          gsc[o * in + i0 + e] = t;
+        }
+    }
+  }
+  if (!nx) return;
+  A* gx = a.grad_x.ptr<A>();
+  for (int64_t b = b0; b < b1; ++b)
+    for (int r = 0; r < R; ++r)
+      for (int64_t e = 0, i0 = b * L; e < std::min<int64_t>(L, in - i0); ++e) {
+        const Local<K, A, true>& l = d.loc[(i0 + e) * R + r];
+        A t = base ? qb[((b - b0) * R + r) * L + e] * l.d[0] : A(0);
+        for (int k = 0; k <= K; ++k) {
+          const int64_t j = l.row - 1 + k;  // window rows past n_basis: the repacked layout's zero rows
+          if (j < nb) t += q[((b - b0) * R + r) * nv * L + e * nb + j] * l.d[k + 1];
+        }
+        gx[r * in + i0 + e] = t;
+      }
+}
+
+// The backward of rows <= kKanCpuDirectRows (kan_cpu_direct): ranges of feature blocks across threads.
+template <int K, typename A>
+void direct_backward(Ctx<A, A> c, const KanLinearBackwardArgs& a, const A* gy) {
+  const KanParams& p = c.p;
+  constexpr int64_t L = kLanes<A>;
+  if (p.out == 0 || p.in == 0) return;  // the prepared call zeroes what is left
+  const int64_t rows = p.rows, in = p.in, nb = p.n_basis;
+  DirectBack<K, A> d;
+  d.colsp = (in * nb + L - 1) / L * L, d.inp = (in + L - 1) / L * L, d.nv = std::max<int64_t>(nb, 1);
+  d.loc.resize(in * rows);
+  c.i0 = 0, c.ic = in;
+  {
+    const int64_t padded = (in + kFeats - 1) / kFeats * kFeats;
+    std::vector<A> buf(3 * padded);
+    backward_locals<K, false>(c, 0, rows, 0, rows, d.loc.data(), buf.data(), buf.data() + padded,
+                              buf.data() + 2 * padded, a.need_x);
+  }
+  d.bx.assign(rows * d.colsp, A(0)), d.sl.assign(rows * d.inp, A(0));
+  for (int64_t i = 0; i < in; ++i)
+    for (int64_t r = 0; r < rows; ++r) {
+      const Local<K, A, true>& l = d.loc[i * rows + r];
+      d.sl[r * d.inp + i] = l.c[0];
+      for (int k = 0; k <= K; ++k) {
+        const int64_t j = l.row - 1 + k;
+        if (j < nb) d.bx[r * d.colsp + i * nb + j] = l.c[k + 1];
+      }
+    }
+  d.idx.resize(d.nv * L);
+  for (int64_t e = 0; e < d.nv * L; ++e) d.idx[e] = e < L * nb ? e / nb : 0;
+  const int64_t blocks = (in + L - 1) / L, work = int64_t(p.out) * in * (nb + 2) * rows;
+  const int64_t ranges = std::max<int64_t>(1, std::min<int64_t>({blocks, int64_t(max_threads()), work / kMinWork}));
+  parallel_for(ranges, 1, [&](int64_t t, int64_t) {
+    const int64_t b0 = blocks * t / ranges, b1 = blocks * (t + 1) / ranges;
+    std::vector<A> q((b1 - b0) * rows * d.nv * L), qb((b1 - b0) * rows * L), pr(d.nv * L);
+    switch (rows) {
+      case 1: return direct_back_range<K, 1>(c, a, d, gy, b0, b1, q.data(), qb.data(), pr.data());
+      case 2: return direct_back_range<K, 2>(c, a, d, gy, b0, b1, q.data(), qb.data(), pr.data());
+      case 3: return direct_back_range<K, 3>(c, a, d, gy, b0, b1, q.data(), qb.data(), pr.data());
+      default: return direct_back_range<K, 4>(c, a, d, gy, b0, b1, q.data(), qb.data(), pr.data());
+    }
+  });
+}
+
 }  // namespace swisk::cpu

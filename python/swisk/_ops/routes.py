@@ -13,9 +13,9 @@ MAX_FUSED_ORDER = 7  # the fused kernels' register arrays (kernels/bspline.h SWI
 
 
 def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, order: int,
-              differentiated: bool = True) -> str:
-    """'gemm' or 'fused' for a kan_linear call; differentiated: its backward follows (forward and
-    backward then take the same route), else a forward alone (inference)."""
+              differentiated: bool = True, dtype: torch.dtype = torch.float32) -> str:
+    """'gemm' or 'fused' for a kan_linear call of x's dtype; differentiated: its backward follows
+    (forward and backward then take the same route), else a forward alone (inference)."""
     chosen = config._settings["kan_route"]  # per call: the plain lookup
     if chosen == "fused" and order <= MAX_FUSED_ORDER:
         return "fused"
@@ -25,7 +25,7 @@ def kan_route(backend: str, rows: int, in_f: int, out_f: int, n_basis: int, orde
         return _cuda_rule(rows, in_f, out_f)
     if backend != "cpu":  # MPS and its emulator: the vendor GEMM until a device measurement decides
         return "gemm"
-    return _cpu_rule(rows, in_f, out_f, n_basis, order, differentiated)
+    return _cpu_rule(rows, in_f, out_f, n_basis, order, differentiated, dtype)
 
 
 # Measured on an H100 80GB HBM3 (torch 2.11 + cu130, swisk 3f1d370 built for sm_90a, 2026-11-26;
@@ -84,6 +84,13 @@ def _cuda_rule(rows: int, in_f: int, out_f: int) -> str:
 # (swisk.config workspace_bytes).
 # (Before the non-finite weights' scan took its 2 words per weight only when it runs, that scratch
 # alone kept layers from 2048->4096 up on the GEMM route.)
+# Rows 1-4 in fp32/fp64 since (2026-11-27) read the parameters as stored in forward and backward alike
+# (cpu/kan_direct.h: one pass each, the gradients written as stored, scratch of the knot table alone);
+# fwd+bwd, fused / gemm, medians of 9 interleaved steps in one process (the GEMM route as before):
+#   1 thread:  b1 64->64 0.58, 256->256 0.47, 1000->1000 0.72, 2048->2048 0.94;
+#              b4 64->64 0.56, 256->256 0.54, 1000->1000 0.62
+#   2 threads: b1 64->64 0.54, 256->256 0.54, 1000->1000 0.58, 2048->2048 0.60; b4 256->256 0.49, 1000->1000 0.49
+_DIRECT_ROWS = 4  # C++ kKanCpuDirectRows
 _FUSED_MIN_ROWS = 2
 _FUSED_TINY_BYTES = 512 << 10  # the fused kernels' scratch of a tiny layer (b1 64->64: 0.33 MiB)
 
@@ -96,7 +103,10 @@ def _fused_bytes(in_f: int, out_f: int, n_basis: int, order: int) -> int:
                    for back in (False, True))
 
 
-def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differentiated: bool) -> str:
+def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differentiated: bool,
+              dtype: torch.dtype) -> str:
+    if 1 <= rows <= _DIRECT_ROWS and dtype in (torch.float32, torch.float64):
+        return "fused"
     if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
         return "gemm"
     if not differentiated or rows >= _FUSED_MIN_ROWS or torch.get_num_threads() > 1:

@@ -215,7 +215,7 @@ def _route(backend: str, tensors, scalars, differentiated: bool) -> tuple:
         return tf32, False
     in_f = x.shape[-1]
     rows = x.numel() // in_f if in_f else 0
-    route = routes.kan_route(backend, rows, in_f, sw.shape[0], sw.shape[2], scalars[0], differentiated)
+    route = routes.kan_route(backend, rows, in_f, sw.shape[0], sw.shape[2], scalars[0], differentiated, x.dtype)
     return tf32, route == "gemm"
 
 

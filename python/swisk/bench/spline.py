@@ -58,7 +58,8 @@ def _kan_run(route):
 def _auto_route(a, device):
     x, sw = a["x"], a["spline_weight"]
     backend = _backend.backend_for(x)
-    return {"route_auto": routes.kan_route(backend, x.shape[0], sw.shape[1], sw.shape[0], sw.shape[2], a["k"])}
+    return {"route_auto": routes.kan_route(backend, x.shape[0], sw.shape[1], sw.shape[0], sw.shape[2], a["k"],
+                                            dtype=x.dtype)}
 
 
 def _kan_cases(batch, fin, fout, g, devices, goal, targets, quick=True, k=3, first=False, tf32=False,

@@ -100,8 +100,9 @@ struct KanCpuLayout {
   int64_t ns, nq, outc, inc, outp, wt, gwt, total;
 };
 KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, bool backward);
-// A forward of at most kKanCpuDirectRows rows in fp32/fp64 reads the parameters as stored, without
-// the repacking (cpu/kan_direct.h); its scratch is the knot-difference reciprocals alone.
+// A forward or backward of at most kKanCpuDirectRows rows in fp32/fp64 reads the parameters as stored
+// (and writes their gradients so), without the repacking (cpu/kan_direct.h); its scratch is the
+// knot-difference reciprocals alone.
 constexpr int64_t kKanCpuDirectRows = 4;
 inline bool kan_cpu_direct(int64_t rows, DType d) {
   return rows >= 1 && rows <= kKanCpuDirectRows && (d == DType::f32 || d == DType::f64);
