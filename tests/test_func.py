@@ -105,6 +105,25 @@ def test_second_derivatives(rng, name):
     torch.testing.assert_close(second[0], second[1], rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("name", ["kan_linear", "wavelet_kan", "bspline_basis", "kan_conv2d"])
+def test_forward_over_forward(rng, name):
+    """Forward mode within forward mode (jvp of jvp, jacfwd of jacfwd; a custom Function's jvp is not
+    differentiable there): the formulation's second derivatives, never a silent zero; and jacrev of
+    jacrev alike."""
+    shape, f, fr = _second_cases(rng, D)[name]
+    x = torch.rand(2, *shape, generator=rng, dtype=D) * 3 - 1.5
+    t1, t2 = torch.randn_like(x), torch.randn_like(x)
+    loss, loss_ref = (lambda v: f(v).square().sum()), (lambda v: fr(v).square().sum())
+    nested = [torch.func.jvp(lambda v: torch.func.jvp(g, (v,), (t1,))[1], (x,), (t2,))[1] for g in (loss, loss_ref)]
+    assert nested[1].abs() > 0
+    torch.testing.assert_close(nested[0], nested[1], rtol=1e-10, atol=1e-10)
+    fv = lambda v: f(v[None])[0].square().sum()  # noqa: E731  (one sample: the Hessian stays small)
+    fv_ref = lambda v: fr(v[None])[0].square().sum()  # noqa: E731
+    want = torch.func.jacrev(torch.func.jacrev(fv_ref))(x[0])
+    torch.testing.assert_close(torch.func.jacfwd(torch.func.jacfwd(fv))(x[0]), want, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(torch.func.jacrev(torch.func.jacrev(fv))(x[0]), want, rtol=1e-10, atol=1e-10)
+
+
 def _second_cases(rng, dtype, device="cpu"):
     """Each op as f(x) on fixed parameters, and its plain-torch formulation; parameters drawn in fp64."""
     from swisk import reference

@@ -294,7 +294,9 @@ def _autograd(spec: OpSpec, op):
 
     def functorch_apply(keyset, *args):
         """FnT on the op's arguments; int-list scalars travel as one opaque leaf (torch.func would
-        flatten a list into several inputs)."""
+        flatten a list into several inputs). Forward mode within forward mode: the formulation."""
+        if formulation.nested_forward():
+            return formulation.direct(spec, args)
         if spec.lists:
             return FnT.apply(keyset, *args[:n_in], _Packed(args[n_in:]))
         return FnT.apply(keyset, *args)

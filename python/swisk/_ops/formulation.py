@@ -64,5 +64,21 @@ def jvp(spec, primals, scalars, tangents):
     return _single([torch.zeros_like(o) if j is None else j for o, j in zip(outs, jv)])
 
 
+def nested_forward() -> bool:
+    """Whether a forward-mode transform runs inside another (jvp of jvp, jacfwd of jacfwd). torch runs a
+    custom Function's jvp with forward gradients off, so the outer level would see a constant tangent:
+    there the op runs as its formulation, which every transform composes through."""
+    if not torch._C._are_functorch_transforms_active():
+        return False
+    from torch._C._functorch import TransformType
+    from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    return sum(i.key() == TransformType.Jvp for i in retrieve_all_functorch_interpreters()) >= 2
+
+
+def direct(spec, args):
+    """The op's outputs from its differentiable formulation (args: the op's tensors and scalars)."""
+    return (spec.derivatives or spec.reference)(*args)
+
+
 def _single(outs):
     return outs[0] if len(outs) == 1 else tuple(outs)

@@ -38,9 +38,16 @@ def _backward(need, saved, scalars, grads):
 
 
 def _backward_ref(x, scale, translation, weight, grad_out, wavelet):
-    """The backward's formulation: the forward formulation's vector-Jacobian product (torch.func)."""
-    f = lambda *a: reference.wavelet_kan(*a, wavelet)  # noqa: E731
-    return torch.func.vjp(f, x, scale, translation, weight)[1](grad_out)
+    """The backward's formulation, differentiable to any order under every transform: with u = (x - t) / s
+    per (row, output, input), dy/dx = w·psi'(u)/s = -dy/dt, dy/ds = -u·dy/dx, dy/dw = psi(u); psi' from
+    a forward-mode tangent of the elementwise psi (a pullback held across calls would leave its
+    torch.func level under nested reverse transforms)."""
+    u = (x.unsqueeze(-2) - translation) / scale  # (..., out, in)
+    psi, dpsi = torch.func.jvp(lambda v: reference.wavelet(v, wavelet), (u,), (torch.ones_like(u),))
+    g = grad_out.unsqueeze(-1)
+    a = g * weight * dpsi / scale
+    rows = lambda v: v.reshape(-1, *weight.shape).sum(0)  # noqa: E731  (sum over the leading dims)
+    return a.sum(-2), rows(-(a * u)), rows(-a), rows(g * psi)
 
 
 WAVELET_KAN = OpSpec(
