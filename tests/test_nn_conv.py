@@ -58,6 +58,10 @@ def test_base_activations(rng, act, name):
     else:
         want = _ref(layer, x, name)
     torch.testing.assert_close(layer(x), want, rtol=1e-11, atol=1e-11)
+    # several leading dims, and none (unbatched), as the fused activations take them
+    x2 = torch.randn(2, 2, 3, 6, 6, generator=rng, dtype=F64)
+    torch.testing.assert_close(layer(x2), layer(x2.flatten(0, 1)).unflatten(0, (2, 2)), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(layer(x[0]), layer(x[:1])[0], rtol=1e-12, atol=1e-12)
 
 
 def test_parameters_and_initialisation():

@@ -126,7 +126,9 @@ class _KANConvNd(torch.nn.Module):
             return conv(x, self.grid, self.base_weight, self.spline_weight, scaler, self.spline_order,
                         base_activation=act, **geo)
         spline = conv(x, self.grid, None, self.spline_weight, scaler, self.spline_order, **geo)
-        return _CONV[self.d](self.base_activation(x), self.base_weight, None, **geo) + spline
+        lead = x.shape[:x.dim() - self.d - 1]  # torch's convolutions take one batch dim at most
+        base = _CONV[self.d](self.base_activation(x.reshape(-1, *x.shape[len(lead):])), self.base_weight, None, **geo)
+        return base.reshape(*lead, *base.shape[1:]) + spline
 
     def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0) -> torch.Tensor:
         """efficient-kan's regulariser on the spline weights, each (output, patch element) as a feature."""
