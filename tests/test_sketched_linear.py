@@ -324,6 +324,22 @@ def test_skconv2d_from_torch_and_seed(rng):
         SKConv2d(4, 6, padding="full")
     with pytest.raises(ValueError, match=r"\[sketched_conv2d\] x"):
         sk(torch.randn(2, 3, 8, 8, dtype=F64))
+    with pytest.raises(ValueError, match=r"\[SKConv2d\] layer: needs .* padding_mode"):
+        SKConv2d.fromTorch(torch.nn.Conv2d(4, 6, 3, padding=1, padding_mode="reflect"), 1, 2)
+    with pytest.raises(ValueError, match=r"\[SKConv2d\] layer: its weight"):
+        SKConv2d(4, 6, 5, num_terms=1, low_rank=2, layer=torch.nn.Conv2d(4, 6, 3))
+    for kw, arg in ((dict(stride=0), "stride"), (dict(stride=(1, -1)), "stride"), (dict(padding=-1), "padding"),
+                    (dict(kernel_size=0), "kernel_size"), (dict(kernel_size=(0, 3)), "kernel_size"),
+                    (dict(padding="same", stride=2), "padding")):
+        with pytest.raises(ValueError, match=rf"\[SKConv2d\] {arg}"):
+            SKConv2d(4, 6, num_terms=1, low_rank=2, **kw)
+    # 'same' keeps the size with even kernels too (torch's padding; Panther's (k-1)//2 would not), and
+    # fromTorch of such a convolution keeps its output shape; an empty batch gives an empty output
+    even = torch.nn.Conv2d(4, 6, (2, 4), padding="same").double()
+    sk2 = SKConv2d.fromTorch(even, num_terms=16, low_rank=64)
+    assert sk2(x).shape == even(x).shape == (2, 6, 8, 8) and rel_err(sk2(x), even(x)) < 0.2
+    assert SKConv2d(4, 6, 3, num_terms=1, low_rank=2, padding="same").padding == (1, 1)  # Panther's, odd kernels
+    assert sk(torch.randn(0, 4, 8, 8, dtype=F64)).shape == (0, 6, 4, 4)
 
 
 @pytest.mark.parametrize("terms, r, out", [(3, 2, 4), (1, 2, 8)])

@@ -149,7 +149,7 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     y = torch.matmul(u, t.reshape(b, lr, h * w))
     if bias is not None:
         y = y + bias.to(y.dtype)[:, None]
-    return y.view(b, -1, h, w)
+    return y.view(b, out, h, w)
 
 
 def _pixels(x, S1s, stride, padding) -> int:

@@ -158,11 +158,11 @@ class SKLinear(_Seeded):
                 f"low_rank={self.low_rank}, bias={self.bias is not None}{seeded}")
 
 
-def _pair(name, arg, v):
+def _pair(name, arg, v, minimum):
     if isinstance(v, int) and not isinstance(v, bool):
-        return (v, v)
+        v = (v, v)
     if isinstance(v, (tuple, list)) and len(v) == 2:
-        return tuple(int_arg(name, arg, e, 0) for e in v)
+        return tuple(int_arg(name, arg, e, minimum) for e in v)
     raise TypeError(f"[{name}] {arg}: expected an int or a pair, got {v!r}")
 
 
@@ -189,16 +189,19 @@ class SKConv2d(_Seeded):
         self.out_channels = int_arg(name, "out_channels", out_channels, 1)
         self.num_terms = int_arg(name, "num_terms", num_terms, 1)
         self.low_rank = int_arg(name, "low_rank", low_rank, 1)
-        self.kernel_size = _pair(name, "kernel_size", kernel_size)
-        self.stride = _pair(name, "stride", stride)
-        if padding == "same":
-            self.padding = ((self.kernel_size[0] - 1) // 2, (self.kernel_size[1] - 1) // 2)
+        self.kernel_size = _pair(name, "kernel_size", kernel_size, 1)
+        self.stride = _pair(name, "stride", stride, 1)
+        if padding == "same":  # Panther's (k - 1) // 2; an even kernel's as torch pads it (the extra at the end)
+            if self.stride != (1, 1):
+                raise ValueError(f"[{name}] padding: 'same' needs stride 1 (as torch's conv2d), got {self.stride}")
+            odd = all(k % 2 for k in self.kernel_size)
+            self.padding = tuple((k - 1) // 2 for k in self.kernel_size) if odd else "same"
         elif padding == "valid":
             self.padding = (0, 0)
         elif isinstance(padding, str):
             raise ValueError(f"[{name}] padding: expected 'same', 'valid', an int or a pair, got {padding!r}")
         else:
-            self.padding = _pair(name, "padding", padding)
+            self.padding = _pair(name, "padding", padding, 0)
         kw = {"dtype": dtype, "device": device}
         terms, r = 2 * self.num_terms, self.low_rank
         if seed is None:
@@ -215,9 +218,13 @@ class SKConv2d(_Seeded):
             else:
                 self.register_parameter("bias", None)
         elif isinstance(layer, torch.nn.Conv2d):
-            if layer.groups != 1 or tuple(layer.dilation) != (1, 1):
-                raise ValueError(f"[{name}] layer: needs groups 1 and dilation (1, 1), got groups {layer.groups}, "
-                                 f"dilation {layer.dilation}")
+            if layer.groups != 1 or tuple(layer.dilation) != (1, 1) or layer.padding_mode != "zeros":
+                raise ValueError(f"[{name}] layer: needs groups 1, dilation (1, 1) and padding_mode 'zeros', got "
+                                 f"groups {layer.groups}, dilation {layer.dilation}, padding_mode {layer.padding_mode!r}")
+            want = (self.out_channels, self.in_channels, *self.kernel_size)
+            if tuple(layer.weight.shape) != want:
+                raise ValueError(f"[{name}] layer: its weight must be (out_channels, in_channels, *kernel_size) = "
+                                 f"{want}, got {tuple(layer.weight.shape)}")
             kernels = layer.weight.detach().clone().permute(1, 2, 3, 0)
             if layer.bias is not None:
                 self.bias = torch.nn.Parameter(layer.bias.detach().clone())
