@@ -198,6 +198,14 @@ def test_seeded_layer_regenerates_its_operators(rng):
     y = a(x).sum()
     y.backward()
     assert a.S1s.grad.abs().sum() > 0 and a.S2s.grad.abs().sum() > 0
+    # a new seed buffer (not written in place) is followed too: the state_dict and the forward agree
+    b.seed = torch.tensor(9)
+    c = SKLinear(24, 12, 2, 3, dtype=F64, seed=2)
+    c.load_state_dict(b.state_dict())
+    assert torch.equal(b(x), c(x)) and not torch.equal(b(x), a(x))
+    for bad in (torch.tensor(-5), torch.tensor(2.5), torch.tensor([1, 2])):
+        with pytest.raises(ValueError, match=r"\[SKLinear\] seed"):
+            c.load_state_dict({**sd, "seed": bad})
 
 
 def test_seeded_operators_are_the_seeds_sketch_matrices(backend):

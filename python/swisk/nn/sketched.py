@@ -32,24 +32,39 @@ class _Seeded(torch.nn.Module):
     """A layer whose operators may come from a seed: the ``seed`` buffer is the state, mirrored as a Python
     int that a forward reads with no host synchronisation and torch.compile sees as a constant. The mirror
     follows the buffer: set at construction, refreshed by load_state_dict and, in an eager forward, after
-    any in-place write (DDP's broadcast, ``seed.fill_``: its version counter moved); a compiled forward
-    uses the value read last."""
+    any write (DDP's broadcast, ``seed.fill_``: its version counter moved) or a new buffer (``layer.seed =
+    ...``, ``to_empty``); a compiled forward uses the value read last."""
 
     def _set_seed(self, seed: int, device) -> None:
         self.register_buffer("seed", torch.tensor(seed, dtype=torch.int64, device=device))
-        self._seed, self._seed_version = seed, self.seed._version
+        self._mirror(seed)
+
+    def _mirror(self, seed: int) -> None:
+        self._seed, self._seed_buf, self._seed_version = seed, self.seed, self.seed._version
+
+    def _checked_seed(self, v: torch.Tensor) -> int:
+        name = type(self).__name__
+        if v.numel() != 1 or v.dtype.is_floating_point or v.dtype.is_complex or v.dtype == torch.bool:
+            raise ValueError(f"[{name}] seed: must be one integer, got a {v.dtype} tensor of shape {tuple(v.shape)}")
+        seed = int(v)
+        if not 0 <= seed <= _MASK63:
+            raise ValueError(f"[{name}] seed: must be in 0..2^63-1, got {seed}")
+        return seed
 
     def _seed_value(self) -> int:
         buf = self.seed
-        if not torch.compiler.is_compiling() and buf._version != self._seed_version and not buf.is_meta:
-            self._seed, self._seed_version = int(buf), buf._version
+        if (not torch.compiler.is_compiling() and not buf.is_meta
+                and (buf is not self._seed_buf or buf._version != self._seed_version)):
+            self._mirror(self._checked_seed(buf))
         return self._seed
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         v = state_dict.get(prefix + "seed")
-        if "seed" in self._buffers and isinstance(v, torch.Tensor) and v.device.type != "meta":
-            self._seed, self._seed_version = int(v), self.seed._version
+        checked = "seed" in self._buffers and isinstance(v, torch.Tensor) and v.device.type != "meta"
+        seed = self._checked_seed(v) if checked else None
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if checked:
+            self._mirror(seed)
 
 
 class SKLinear(_Seeded):
