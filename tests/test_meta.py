@@ -50,6 +50,29 @@ def test_layer_on_meta(name):
     torch.testing.assert_close(meta(x), cpu(x), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("name", ["KANLinear", "KAN", "KANConv1d", "KANConv2d", "KANConv3d"])
+def test_deferred_initialisation(name):
+    """Built on meta, to_empty, then reset_parameters (torch's deferred initialisation): the knots are
+    the constructor's again (to_empty leaves them unset), the layer as one built on the CPU with the
+    same random draws."""
+    make, shape = LAYERS[name]
+    torch.manual_seed(5)
+    cpu = make()
+    with torch.device("meta"):
+        meta = make()
+    meta.to_empty(device="cpu")
+    for b in meta.buffers():
+        b.fill_(float("nan"))  # what to_empty may leave
+    torch.manual_seed(5)
+    for m in meta.modules():
+        if hasattr(m, "grid"):
+            m.reset_parameters()
+    # (the least-squares fit's rounding may follow the memory it runs in: fp32 tolerances)
+    torch.testing.assert_close(dict(meta.state_dict()), dict(cpu.state_dict()), rtol=1e-5, atol=1e-7)
+    x = torch.randn(shape)
+    torch.testing.assert_close(meta(x), cpu(x))
+
+
 def test_ops_on_meta_give_the_cpu_shapes():
     g = torch.Generator().manual_seed(0)
     x = torch.rand(5, 3, generator=g) * 2 - 1

@@ -67,8 +67,8 @@ class _KANConvNd(torch.nn.Module):
             self.padding = _sizes(name, "padding", padding, d, 0)
         g, k = self.grid_size, self.spline_order = a["grid_size"], a["spline_order"]
         lo, hi = a["grid_range"]
-        grid = torch.arange(-k, g + k + 1) * ((hi - lo) / g) + lo
-        self.register_buffer("grid", grid.expand(self.in_channels, -1).contiguous())
+        self._grid_range = (lo, hi)
+        self.register_buffer("grid", self._initial_grid().expand(self.in_channels, -1).contiguous())
         cg = self.in_channels // self.groups
         self.base_weight = torch.nn.Parameter(torch.empty(self.out_channels, cg, *self.kernel_size))
         self.spline_weight = torch.nn.Parameter(torch.empty(self.out_channels, cg * (g + k), *self.kernel_size))
@@ -81,13 +81,20 @@ class _KANConvNd(torch.nn.Module):
         self.grid_eps = a["grid_eps"]
         self.reset_parameters()
 
+    def _initial_grid(self) -> torch.Tensor:
+        """The knots of grid_range, extended by spline_order on each side (one feature's row)."""
+        (lo, hi), g, k = self._grid_range, self.grid_size, self.spline_order
+        return torch.arange(-k, g + k + 1) * ((hi - lo) / g) + lo
+
     def reset_parameters(self):
         """efficient-kan's initialisation per patch element: kaiming-uniform base weights and scalers
-        (fan-in C/groups·prod(kernel)), spline weights fitted to small noise on the grid_range knots."""
+        (fan-in C/groups·prod(kernel)), spline weights fitted to small noise on the grid_range knots; the
+        knots themselves back on grid_range (a layer built on the meta device is whole after to_empty)."""
         torch.nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5) * self.scale_base)
         if self.spline_weight.is_meta:  # shapes only (torch.device("meta")): no curve to fit
             return
         with torch.no_grad():
+            self.grid.copy_(self._initial_grid())  # the knots too, as torch's layers reset their buffers
             g, k = self.grid_size, self.spline_order
             o, cg, kk = self.out_channels, self.in_channels // self.groups, math.prod(self.kernel_size)
             noise = (torch.rand(g + 1, o * cg * kk) - 0.5) * self.scale_noise / g

@@ -41,7 +41,9 @@ class KANLinear(torch.nn.Module):
     (already scaled) spline curves in ``spline_weight``, so forward applies ``spline_scaler`` a second
     time and the layer's function changes. ``update_grid(x, preserve=True)`` divides the refit by
     ``spline_scaler`` (entries whose scaler is exactly 0 get 0), which keeps the layer's output on x up
-    to the fit. The two agree without ``enable_standalone_scale_spline``.
+    to the fit. The two agree without ``enable_standalone_scale_spline``. ``reset_parameters()`` also puts
+    the knots back on ``grid_range`` (as torch's layers reset their buffers, so a layer built on the meta
+    device is whole after ``to_empty`` and ``reset_parameters``; efficient-kan's keeps updated knots).
 
     Args:
         in_features, out_features: the widths.
@@ -59,8 +61,8 @@ class KANLinear(torch.nn.Module):
         fout = self.out_features = int_arg("KANLinear", "out_features", out_features, 1)
         g, k = self.grid_size, self.spline_order = a["grid_size"], a["spline_order"]
         lo, hi = a["grid_range"]
-        grid = torch.arange(-k, g + k + 1) * ((hi - lo) / g) + lo
-        self.register_buffer("grid", grid.expand(fin, -1).contiguous())
+        self._grid_range = (lo, hi)
+        self.register_buffer("grid", self._initial_grid().expand(fin, -1).contiguous())
         self.base_weight = torch.nn.Parameter(torch.empty(fout, fin))
         self.spline_weight = torch.nn.Parameter(torch.empty(fout, fin, g + k))
         self.enable_standalone_scale_spline = flag_arg("KANLinear", "enable_standalone_scale_spline",
@@ -72,11 +74,17 @@ class KANLinear(torch.nn.Module):
         self.grid_eps = a["grid_eps"]
         self.reset_parameters()
 
+    def _initial_grid(self) -> torch.Tensor:
+        """The knots of grid_range, extended by spline_order on each side (one feature's row)."""
+        (lo, hi), g, k = self._grid_range, self.grid_size, self.spline_order
+        return torch.arange(-k, g + k + 1) * ((hi - lo) / g) + lo
+
     def reset_parameters(self):
         torch.nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5) * self.scale_base)
         if self.spline_weight.is_meta:  # shapes only (torch.device("meta")): no curve to fit
             return
         with torch.no_grad():
+            self.grid.copy_(self._initial_grid())  # the knots too, as torch's layers reset their buffers
             g, k = self.grid_size, self.spline_order
             noise = (torch.rand(g + 1, self.in_features, self.out_features) - 0.5) * self.scale_noise / g
             scale = 1.0 if self.enable_standalone_scale_spline else self.scale_spline
