@@ -173,6 +173,12 @@ def test_layer_bad_arguments():
         SKLinear(8, 6, 1, 2, W_init=torch.randn(8, 6))
     with pytest.raises(ValueError, match=r"\[SKLinear\] seed"):
         SKLinear(8, 8, 1, 2, seed=-1)
+    with pytest.raises(TypeError, match=r"\[SKLinear\] W_init"):
+        SKLinear(8, 6, 1, 2, W_init=torch.ones(6, 8, dtype=torch.int64))
+    with pytest.raises(TypeError, match=r"\[SKLinear\] dtype"):
+        SKLinear(8, 6, 1, 2, dtype=torch.int32)
+    with pytest.raises(TypeError, match=r"\[SKConv2d\] dtype"):
+        swisk.nn.SKConv2d(3, 4, 3, dtype=torch.int32)
 
 
 def test_seeded_layer_regenerates_its_operators(rng):
@@ -271,6 +277,18 @@ def test_panther_sketch_operators_seeded():
     assert torch.equal(a, sk.gaussian_skop(4, 6))
     with pytest.raises(ValueError, match="distribution"):
         sk.dense_sketch_operator(4, 4, "cauchy")
+    # bad sizes, seeds and inputs name Panther's function and argument
+    for call, msg in ((lambda: sk.dense_sketch_operator(-1, 5, "uniform", seed=1), r"\[dense_sketch_operator\] m"),
+                      (lambda: sk.dense_sketch_operator(4, 5, "uniform", seed=-3), r"\[dense_sketch_operator\] seed"),
+                      (lambda: sk.dense_sketch_operator(4, 5, "gaussian", seed=2**64), r"\[dense_sketch_operator\] seed"),
+                      (lambda: sk.gaussian_skop(0, 5), r"\[gaussian_skop\] m"),
+                      (lambda: sk.count_skop(3, -2), r"\[count_skop\] d"),
+                      (lambda: sk.sjlt_skop(2, 30, sparsity=3), r"\[sjlt_skop\] sparsity"),
+                      (lambda: sk.srht(torch.tensor(1.0), 1, seed=1), r"\[srht\] x")):
+        with pytest.raises(ValueError, match=msg):
+            call()
+    with pytest.raises(TypeError, match=r"\[srht\] x"):
+        sk.srht([1.0, 2.0], 1, seed=1)
     x = torch.randn(64, dtype=F64)
     y = sk.srht(x, 16, seed=3)  # Panther's normalisation: an orthonormal H, then 16 of its 64 entries
     assert y.shape == (16,) and torch.equal(y, sk.srht(x, 16, seed=3))

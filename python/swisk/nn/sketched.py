@@ -18,7 +18,7 @@ from .. import ops
 from .._ops.sketch import stacked_operators
 from .._ops.sketched import _srht_apply, sketched_conv2d, sketched_linear, srht_sketched_linear
 from ..reference.sketched import term_seed
-from ._checks import LAYER_RAISES_DOC, int_arg
+from ._checks import FLOAT_DTYPES, LAYER_RAISES_DOC, int_arg
 
 _MASK63 = (1 << 63) - 1
 
@@ -98,6 +98,10 @@ class SKLinear(_Seeded):
         r = int_arg(name, "low_rank", low_rank, 1)
         if operator not in ("rademacher", "srht"):
             raise ValueError(f"[{name}] operator: expected 'rademacher' or 'srht', got {operator!r}")
+        _float_dtype(name, dtype)
+        if W_init is not None and (not isinstance(W_init, torch.Tensor) or W_init.dtype not in FLOAT_DTYPES):
+            raise TypeError(f"[{name}] W_init: expected a floating tensor, got "
+                            f"{getattr(W_init, 'dtype', type(W_init).__name__)}")
         if operator == "srht":
             if r > min(fin, fout):
                 raise ValueError(f"[{name}] low_rank: {r} must not exceed min(in_features, out_features) = "
@@ -173,6 +177,11 @@ class SKLinear(_Seeded):
                 f"low_rank={self.low_rank}, bias={self.bias is not None}{seeded}")
 
 
+def _float_dtype(name, dtype):
+    if dtype is not None and dtype not in FLOAT_DTYPES:
+        raise TypeError(f"[{name}] dtype: must be one of {', '.join(str(d) for d in FLOAT_DTYPES)}, got {dtype}")
+
+
 def _pair(name, arg, v, minimum):
     if isinstance(v, int) and not isinstance(v, bool):
         v = (v, v)
@@ -204,6 +213,7 @@ class SKConv2d(_Seeded):
         self.out_channels = int_arg(name, "out_channels", out_channels, 1)
         self.num_terms = int_arg(name, "num_terms", num_terms, 1)
         self.low_rank = int_arg(name, "low_rank", low_rank, 1)
+        _float_dtype(name, dtype)
         self.kernel_size = _pair(name, "kernel_size", kernel_size, 1)
         self.stride = _pair(name, "stride", stride, 1)
         if padding == "same":  # Panther's (k - 1) // 2; an even kernel's as torch pads it (the extra at the end)

@@ -80,7 +80,7 @@ def kan_linear(
     base = F.linear(base_activation(x2), base_weight)
     w = spline_weight if spline_scaler is None else spline_weight * spline_scaler.unsqueeze(-1)
     basis = bspline_basis(x2, grid, spline_order)
-    spline = F.linear(basis.reshape(x2.shape[0], -1), w.reshape(out_features, -1))
+    spline = F.linear(basis.reshape(x2.shape[0], w[0].numel()), w.reshape(out_features, -1))
     return (base + spline).reshape(*lead, out_features)
 
 
