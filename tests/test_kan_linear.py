@@ -391,12 +391,13 @@ def test_cpu_fused_few_rows(rng, rows, uniform):
                 assert rel_err(g, w) <= bound, f"{dtype} grad rows={rows} in={fin} (seed {rng.initial_seed()})"
 
 
-@pytest.mark.parametrize("rows", [1, 3, 4])
-def test_cpu_direct_backward(rng, rows):
-    """The backward of 1-4 rows reads the weights as stored (cpu/kan_direct.h): feature blocks of a
-    vector across two threads' ranges with a tail block, x alone or the weights alone differentiated,
-    against the reference; 1 and 2 threads give the same bits."""
-    fin, fout, gs, order = 40, 400, 5, 3
+@pytest.mark.parametrize("rows,fin,fout", [(1, 40, 400), (3, 40, 400), (4, 40, 400), (7, 40, 400), (8, 1000, 12)])
+def test_cpu_direct_backward(rng, rows, fin, fout):
+    """The backward of 1-8 rows reads the weights as stored (cpu/kan_direct.h): feature blocks of a
+    vector across two threads' ranges with a tail block, several tiles of blocks in a range (1000
+    features), rows as a template and at run time (past 4), x alone or the weights alone
+    differentiated, against the reference; 1 and 2 threads give the same bits."""
+    gs, order = 5, 3
     for dtype, bound in ((torch.float64, 1e-11), (torch.float32, 5e-5)):
         x, grid, bw, sw, sc = (t.to(dtype) for t in make(rng, rows, fin, fout, gs, order, torch.float64))
         go = torch.randn(rows, fout, generator=rng, dtype=torch.float64).to(dtype)

@@ -177,7 +177,7 @@ std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwar
   c->zero_outputs = {uint8_t(a.need_x && (p.out == 0 || p.in == 0)), uint8_t(w && empty), uint8_t(w && empty),
                      uint8_t(w && empty)};
   if (!a.gemm)
-    c->work = b == Backend::cpu && kan_cpu_direct(p.rows, a.x.dtype)
+    c->work = b == Backend::cpu && kan_cpu_direct(p.rows, a.x.dtype, true)
                   ? kan_cpu_layout(p.in, p.out, p.n_basis, a.order, a.x.dtype, true).wt
                   : kan_linear_workspace(p.in, p.out, p.n_basis, a.order, a.x.dtype, b, true);
   return c;

@@ -337,7 +337,7 @@ void backward(const KanLinearBackwardArgs& a) {
     knot_inverses(c);
     const T* gy_t = a.grad_out.ptr<const T>();
     if constexpr (std::is_same_v<T, A>) {
-      if (kan_cpu_direct(p.rows, a.x.dtype))
+      if (kan_cpu_direct(p.rows, a.x.dtype, true))
         return dispatch_order(a.order, [&](auto k) { direct_backward<k()>(c, a, gy_t); });
     }
     A* gwt = a.need_weights ? a.work.ptr<A>() + lay.gwt : nullptr;  // wt is read by dx and by the unpacking

@@ -135,18 +135,18 @@ void direct_forward(const Ctx<A, A>& c, A* y) {
 }
 static_assert(kKanCpuDirectRows == 4, "direct_forward covers 1 to 4 rows");
 
-// The backward of rows <= kKanCpuDirectRows in one pass over the parameters as stored, their gradients
-// written as stored. Features go in blocks of L (a block's columns: c0 = i0 · n_basis on, nb vectors at
-// most), a thread per range of blocks, walking the outputs in order (each output's columns of the
-// range: one run of memory). Per output o and block, with g_r = gy[r, o] and t = Σ_r g_r · B_r (the
-// dense bases): grad_spline_weight = scaler · t, grad_spline_scaler = Σ_j t · w, grad_base_weight =
-// Σ_r g_r · silu_r, while q_r += g_r · scaler · w and qb_r += g_r · base_weight sum what dx needs: then
-// dx = qb_r · silu' + the window's columns of q_r times the bases' derivatives (as the repacked
-// backward: only the window's weights reach dx). Each feature's sums run over the outputs in order in
-// one thread: the same bits for any thread count.
+// The backward of rows <= kKanCpuDirectBackRows in one pass over the parameters as stored, their
+// gradients written as stored. Features go in blocks of L (a block's columns: c0 = i0 · n_basis on, nb
+// vectors at most), a thread per range of blocks, in tiles of blocks whose sums stay in L2, each tile
+// walking the outputs in order (an output's columns of the tile: one run of memory). Per output o and
+// block, with g_r = gy[r, o] and t = Σ_r g_r · B_r (the dense bases): grad_spline_weight = scaler · t,
+// grad_spline_scaler = Σ_j t · w, grad_base_weight = Σ_r g_r · silu_r, while q_r += g_r · scaler · w and
+// qb_r += g_r · base_weight sum what dx needs: then dx = qb_r · silu' + the window's columns of q_r
+// times the bases' derivatives (as the repacked backward: only the window's weights reach dx). Each
+// feature's sums run over the outputs in order in one thread: the same bits for any thread count.
 template <int K, typename A>
 struct DirectBack {
-  int64_t colsp, inp, nv;  // nv: vectors of a whole block's columns
+  int64_t rows, colsp, inp, nv;  // nv: vectors of a whole block's columns
   std::vector<Local<K, A, true>> loc;  // (in, rows)
   std::vector<A> bx, sl;               // dense bases (rows, colsp), silu (rows, inp), zero-padded
   std::vector<typename DirectOperands<A>::Lane> idx;  // per vector of a block's columns: each lane's feature
@@ -157,14 +157,17 @@ struct DirectBack {
   }
 };
 
-// Blocks [b0, b1): their gradients, and dx of their features. q: (b1 - b0) · R · nv · L scratch, qb:
-// (b1 - b0) · R · L, pr: nv · L.
-template <int K, int R, typename A>
-SK_CLONES_FLAT void direct_back_range(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, const DirectBack<K, A>& d,
-                                      const A* gy, int64_t b0, int64_t b1, A* q, A* qb, A* pr) {
+constexpr int64_t kDirectTileBytes = 192 << 10;  // a tile's sums and bases (q, bx): within L2
+
+// Blocks [b0, b1) (a tile): their gradients, and dx of their features. RT: the rows (0: d.rows at run
+// time). q: (b1 - b0) · rows · nv · L scratch, qb: (b1 - b0) · rows · L, pr: nv · L.
+template <int K, int RT, typename A>
+SK_CLONES_FLAT void direct_back_tile(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, const DirectBack<K, A>& d,
+                                     const A* gy, int64_t b0, int64_t b1, A* q, A* qb, A* pr) {
   using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
   const KanParams& p = c.p;
+  const int R = RT > 0 ? RT : int(d.rows);
   const int64_t in = p.in, out = p.out, nb = p.n_basis, cols = in * nb, nv = d.nv;
   const bool nx = a.need_x, nw = a.need_weights, base = p.has_base, scaled = p.has_scaler;
   A *gbw = nw && base ? a.grad_base_weight.ptr<A>() : nullptr, *gsw = nw ? a.grad_spline_weight.ptr<A>() : nullptr;
@@ -172,7 +175,7 @@ SK_CLONES_FLAT void direct_back_range(const Ctx<A, A>& c, const KanLinearBackwar
   std::fill(q, q + (b1 - b0) * R * nv * L, A(0));
   std::fill(qb, qb + (b1 - b0) * R * L, A(0));
   for (int64_t o = 0; o < out; ++o) {
-    A g[R];
+    A g[RT > 0 ? RT : kKanCpuDirectBackRows];
     for (int r = 0; r < R; ++r) g[r] = gy[r * out + o];
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t i0 = b * L, f = std::min<int64_t>(L, in - i0), bc = f * nb, c0 = i0 * nb;
@@ -225,7 +228,8 @@ SK_CLONES_FLAT void direct_back_range(const Ctx<A, A>& c, const KanLinearBackwar
       }
 }
 
-// The backward of rows <= kKanCpuDirectRows (kan_cpu_direct): ranges of feature blocks across threads.
+// The backward of rows <= kKanCpuDirectBackRows (kan_cpu_direct_back): ranges of feature blocks across
+// threads, each in tiles.
 template <int K, typename A>
 void direct_backward(Ctx<A, A> c, const KanLinearBackwardArgs& a, const A* gy) {
   const KanParams& p = c.p;
@@ -233,7 +237,7 @@ void direct_backward(Ctx<A, A> c, const KanLinearBackwardArgs& a, const A* gy) {
   if (p.out == 0 || p.in == 0) return;  // the prepared call zeroes what is left
   const int64_t rows = p.rows, in = p.in, nb = p.n_basis;
   DirectBack<K, A> d;
-  d.colsp = (in * nb + L - 1) / L * L, d.inp = (in + L - 1) / L * L, d.nv = std::max<int64_t>(nb, 1);
+  d.rows = rows, d.colsp = (in * nb + L - 1) / L * L, d.inp = (in + L - 1) / L * L, d.nv = std::max<int64_t>(nb, 1);
   d.loc.resize(in * rows);
   c.i0 = 0, c.ic = in;
   {
@@ -256,14 +260,20 @@ void direct_backward(Ctx<A, A> c, const KanLinearBackwardArgs& a, const A* gy) {
   for (int64_t e = 0; e < d.nv * L; ++e) d.idx[e] = e < L * nb ? e / nb : 0;
   const int64_t blocks = (in + L - 1) / L, work = int64_t(p.out) * in * (nb + 2) * rows;
   const int64_t ranges = std::max<int64_t>(1, std::min<int64_t>({blocks, int64_t(max_threads()), work / kMinWork}));
+  const int64_t per_block = 2 * rows * d.nv * L * int64_t(sizeof(A));  // q and bx
+  const int64_t tile = std::max<int64_t>(1, kDirectTileBytes / per_block);
   parallel_for(ranges, 1, [&](int64_t t, int64_t) {
-    const int64_t b0 = blocks * t / ranges, b1 = blocks * (t + 1) / ranges;
-    std::vector<A> q((b1 - b0) * rows * d.nv * L), qb((b1 - b0) * rows * L), pr(d.nv * L);
-    switch (rows) {
-      case 1: return direct_back_range<K, 1>(c, a, d, gy, b0, b1, q.data(), qb.data(), pr.data());
-      case 2: return direct_back_range<K, 2>(c, a, d, gy, b0, b1, q.data(), qb.data(), pr.data());
-      case 3: return direct_back_range<K, 3>(c, a, d, gy, b0, b1, q.data(), qb.data(), pr.data());
-      default: return direct_back_range<K, 4>(c, a, d, gy, b0, b1, q.data(), qb.data(), pr.data());
+    const int64_t b0 = blocks * t / ranges, b1 = blocks * (t + 1) / ranges, nt = std::min(tile, b1 - b0);
+    std::vector<A> q(nt * rows * d.nv * L), qb(nt * rows * L), pr(d.nv * L);
+    for (int64_t t0 = b0; t0 < b1; t0 += nt) {
+      const int64_t t1 = std::min(b1, t0 + nt);
+      switch (rows) {
+        case 1: direct_back_tile<K, 1>(c, a, d, gy, t0, t1, q.data(), qb.data(), pr.data()); break;
+        case 2: direct_back_tile<K, 2>(c, a, d, gy, t0, t1, q.data(), qb.data(), pr.data()); break;
+        case 3: direct_back_tile<K, 3>(c, a, d, gy, t0, t1, q.data(), qb.data(), pr.data()); break;
+        case 4: direct_back_tile<K, 4>(c, a, d, gy, t0, t1, q.data(), qb.data(), pr.data()); break;
+        default: direct_back_tile<K, 0>(c, a, d, gy, t0, t1, q.data(), qb.data(), pr.data()); break;
+      }
     }
   });
 }

@@ -100,12 +100,15 @@ struct KanCpuLayout {
   int64_t ns, nq, outc, inc, outp, wt, gwt, total;
 };
 KanCpuLayout kan_cpu_layout(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, bool backward);
-// A forward or backward of at most kKanCpuDirectRows rows in fp32/fp64 reads the parameters as stored
-// (and writes their gradients so), without the repacking (cpu/kan_direct.h); its scratch is the
-// knot-difference reciprocals alone.
-constexpr int64_t kKanCpuDirectRows = 4;
-inline bool kan_cpu_direct(int64_t rows, DType d) {
-  return rows >= 1 && rows <= kKanCpuDirectRows && (d == DType::f32 || d == DType::f64);
+// A forward of at most kKanCpuDirectRows rows, a backward of at most kKanCpuDirectBackRows, in
+// fp32/fp64 reads the parameters as stored (and writes their gradients so), without the repacking
+// (cpu/kan_direct.h); its scratch is the knot-difference reciprocals alone. The backward's limit, from
+// backward times against the repacked path (1 thread, medians of 9): 1000->1000 direct / repacked at 5,
+// 8, 12, 16, 24 rows 0.6-0.7, 0.7, 0.7, ~1, 1.5; 256->256 (in cache) ~1 at 5-8 rows, 1.4-1.7 at 12.
+constexpr int64_t kKanCpuDirectRows = 4, kKanCpuDirectBackRows = 8;
+inline bool kan_cpu_direct(int64_t rows, DType d, bool backward = false) {
+  return rows >= 1 && rows <= (backward ? kKanCpuDirectBackRows : kKanCpuDirectRows) &&
+         (d == DType::f32 || d == DType::f64);
 }
 // Where a GPU forward's non-finite scan words start in a.work.
 sk_i32* kan_nonfinite_scratch(const KanLinearArgs& a, const KanParams& p);
