@@ -201,7 +201,14 @@ def test_bad_inputs():
     bad(ValueError, r"row 1 has a non-finite knot at 0", x, nan, 3)
     for b in ("cuda-emu", "metal-emu"):
         with testing.backend(b):
-            bad(TypeError, r"float64 is not supported", x.double(), g.double(), 3)
+            bad(TypeError, r"\[bspline_basis\] x: float64 is not supported", x.double(), g.double(), 3)
+            with pytest.raises(TypeError, match=r"\[kan_expand\] x: float64 is not supported"):
+                swisk.ops.kan_expand(x.double(), g.double(), 3)
+            with pytest.raises(TypeError, match=r"\[sketch\] x: float64 is not supported"):
+                swisk.ops.sketch(x.double(), "gaussian", 2, 0)
+            with pytest.raises(TypeError, match=r"\[kan_conv\] x: float64 is not supported"):
+                swisk.ops.kan_conv1d(torch.randn(1, 4, 5, dtype=torch.float64), g.double(), None,
+                                     torch.randn(2, 4 * (g.shape[1] - 4), 3, dtype=torch.float64), None, 3)
 
 
 @pytest.mark.skipif(not swisk.backends()["cuda"], reason="needs a CUDA device")

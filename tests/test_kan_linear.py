@@ -237,7 +237,9 @@ def test_bad_inputs(rng):
     for b in ("cuda-emu", "metal-emu"):
         with testing.backend(b):
             d = [t.double() for t in (x, grid, bw, sw, sc)]
-            bad(TypeError, r"float64 is not supported", *d, 3)
+            bad(TypeError, r"\[kan_linear\] x: float64 is not supported", *d, 3)
+            with swisk.config.using(kan_route="gemm"):
+                bad(TypeError, r"\[kan_linear\] x: float64 is not supported", *d, 3)
 
 
 @pytest.mark.parametrize("grid_size,order", [(5, 3), (16, 2)])
@@ -419,6 +421,28 @@ def test_cpu_direct_backward(rng, rows, fin, fout):
             for i, g in zip(wrt, runs[1]):
                 w = want[(0, 2, 3, 4).index(i)]
                 assert rel_err(g, w) <= bound, f"{dtype} grad {i} rows={rows} (seed {rng.initial_seed()})"
+
+
+@pytest.mark.parametrize("rows", [2, 7, 40])
+def test_nan_x_gradients_as_in_the_formulation(rng, route, rows):
+    """A NaN x[n, i] reaches every basis of feature i in the formulation (Cox–de Boor's products): its
+    feature's spline weight (and scaler) gradients are NaN for every output and basis, the others
+    finite; y and grad_x NaN in its row. Few rows (weights as stored), more (repacked), GEMM route."""
+    for dtype in (torch.float64, torch.float32):
+        x, grid, bw, sw, sc = make(rng, rows, 5, 3, 5, 3, dtype)
+        x[1, 2] = float("nan")
+        leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate((x, grid, bw, sw, sc))]
+        y = swisk.ops.kan_linear(*leaves, 3)
+        got = torch.autograd.grad(y.sum(), [leaves[i] for i in (0, 2, 3, 4)])
+        dl = [t.detach().double().requires_grad_(i != 1) for i, t in enumerate((x, grid, bw, sw, sc))]
+        yr = reference.kan_linear(*dl, 3)
+        want = torch.autograd.grad(yr.sum(), [dl[i] for i in (0, 2, 3, 4)])
+        assert torch.equal(y.isnan(), yr.isnan())
+        for g, w in zip(got, want):
+            assert torch.equal(g.isnan(), w.isnan()), f"{dtype} rows={rows}"
+            fin = w.isfinite()
+            assert rel_err(g[fin].reshape(-1), w[fin].reshape(-1)) <= REL[dtype]
+        assert got[2][:, 2].isnan().all() and got[2][:, :2].isfinite().all()
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])

@@ -173,6 +173,19 @@ def _spy_tiles(monkeypatch):
     return shapes, buffers
 
 
+def test_autocast_lowers_every_kind(backend, rng):
+    """Under autocast x is cast to the autocast dtype and the result is in it, for every kind, in one
+    tile or several (was fp32 for sparse-sign and several tiles): the sketch of x cast by hand."""
+    x = torch.randn(4, 64, generator=rng)
+    for kind in KINDS:
+        want = swisk.ops.sketch(x.bfloat16(), kind, 8, 1, 2)
+        for ws in (None, 256):
+            with torch.autocast("cpu", dtype=torch.bfloat16), swisk.config.using(**({"workspace_bytes": ws} if ws else {})):
+                got = swisk.ops.sketch(x, kind, 8, 1, 2)
+            assert got.dtype == torch.bfloat16, (kind, ws)
+            torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+
+
 @pytest.mark.parametrize("kind", ["gaussian", "rademacher"])  # sparse-sign: its own kernels (below)
 def test_column_tiles_are_bounded(monkeypatch, rng, kind):
     """A small workspace: S comes in many column tiles, none past the workspace, each direction's tiles

@@ -212,6 +212,14 @@ def test_seeded_layer_regenerates_its_operators(rng):
     for bad in (torch.tensor(-5), torch.tensor(2.5), torch.tensor([1, 2])):
         with pytest.raises(ValueError, match=r"\[SKLinear\] seed"):
             c.load_state_dict({**sd, "seed": bad})
+    # ensembling (vmap over functional_call): stacked seeds are refused by name, a shared one works
+    params, buffers = torch.func.stack_module_state([a, b])
+    call = lambda dims: torch.func.vmap(  # noqa: E731
+        lambda p, bu, xx: torch.func.functional_call(a, (p, bu), (xx,)), in_dims=dims)(params, buffers, x)
+    with pytest.raises(ValueError, match=r"\[SKLinear\] seed: .*vmap"):
+        call((0, 0, None))
+    buffers = {"seed": a.seed}
+    torch.testing.assert_close(call((0, None, None))[0], a(x), rtol=1e-12, atol=1e-12)
 
 
 def test_seeded_operators_are_the_seeds_sketch_matrices(backend):

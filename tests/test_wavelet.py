@@ -106,6 +106,24 @@ def test_derivatives_at_zero(backend):
         assert gx.item() == pytest.approx(d / 2.0, abs=1e-7), wavelet
 
 
+def test_far_tail_gradients(backend):
+    """Far out in the Gaussian tails t^2 (and t (3 - t^2)) overflow where the envelope is 0: the value and
+    the gradients are 0, as the formulation's, not inf · 0 = NaN."""
+    cases = [(torch.float32, "dog", 1e20), (torch.float32, "mexican_hat", 1e19), (torch.float32, "morlet", 1e19)]
+    if backend == "cpu":
+        cases += [(torch.float64, "dog", 1e160), (torch.float64, "mexican_hat", 1e150)]
+    for dtype, wavelet, u in cases:
+        x = torch.tensor([[u, -u]], dtype=dtype, requires_grad=True)
+        s, t, w = (torch.full((1, 2), v, dtype=dtype, requires_grad=True) for v in (1.0, 0.0, 1.0))
+        y = swisk.ops.wavelet_kan(x, s, t, w, wavelet)
+        grads = torch.autograd.grad(y.sum(), (x, s, t, w))
+        ref = reference.wavelet_kan(x, s, t, w, wavelet)
+        want = torch.autograd.grad(ref.sum(), (x, s, t, w))
+        assert y.item() == ref.item() == 0, (wavelet, u)
+        for g, r in zip(grads, want):
+            assert torch.equal(g.abs(), r.abs()), (wavelet, u, g, r)  # zeros (of either sign)
+
+
 def test_shannon_derivative_near_zero():
     """Just off 0 the direct (t cos t - sin t) / t^2 cancels; the series keeps shannon' exact."""
     one = torch.ones(1, 1, dtype=torch.float64)

@@ -61,7 +61,7 @@ static std::unique_ptr<PreparedCall> expand_prepare(const BsplineBasisArgs& a, B
   std::vector<int64_t> shape(a.x.shape, a.x.shape + a.x.ndim);
   if (per_feature) shape.push_back(p.n_basis);
   else shape.back() = p.width;
-  auto c = make_call("bspline_expand", a, b, &check_grid_values<Op, BsplineBasisArgs>);
+  auto c = make_call("bspline_expand", a, b, &check_grid_values<Op, BsplineBasisArgs>, Op);
   c->outputs = {shape};
   c->zero_outputs = {0};
   return c;

@@ -101,7 +101,7 @@ static void check_grid_values(const Args& a) {
 
 std::unique_ptr<PreparedCall> kan_conv_prepare(const KanConvArgs& a, Backend b) {
   auto shape = kan_conv_shape("kan_conv", a, b);
-  auto c = make_plan_call(a, b, &check_grid_values<KanConvArgs>);
+  auto c = make_plan_call("kan_conv", a, b, &check_grid_values<KanConvArgs>);
   c->outputs = {shape};
   c->zero_outputs = {0};
   return c;
@@ -113,7 +113,7 @@ std::unique_ptr<PreparedCall> kan_conv_backward_prepare(const KanConvBackwardArg
   check_same_dtype(op, "grad_out", a.grad_out, a.x, "x");
   check_same_device(op, "grad_out", a.grad_out, a.x, "x");
   check_shape(op, "grad_out", a.grad_out, shape);
-  auto c = make_plan_call(a, b, &check_grid_values<KanConvBackwardArgs>);
+  auto c = make_plan_call(op, a, b, &check_grid_values<KanConvBackwardArgs>);
   c->outputs = kan_gradient_shapes(a.x, a.base_weight, a.spline_weight, a.spline_scaler, a.need_x, a.need_weights);
   c->zero_outputs = {0, 0, 0, 0};
   return c;

@@ -146,7 +146,7 @@ std::unique_ptr<PreparedCall> kan_linear_prepare(const KanLinearArgs& a, Backend
   auto shape = kan_linear_shape(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order, b, a.gemm);
   check_layout(op, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler);
   if (a.gemm) {
-    auto c = make_plan_call(a, b, &check_grid_values<KanLinearArgs>);
+    auto c = make_plan_call(op, a, b, &check_grid_values<KanLinearArgs>);
     c->outputs = {shape};
     c->zero_outputs = {0};
     return c;
@@ -168,7 +168,7 @@ std::unique_ptr<PreparedCall> kan_linear_backward_prepare(const KanLinearBackwar
   check_operand(op, "grad_out", a.grad_out, a.x);
   check_shape(op, "grad_out", a.grad_out, shape);
   check_contiguous(op, "grad_out", a.grad_out);
-  auto c = a.gemm ? make_plan_call(a, b, &check_grid_values<KanLinearBackwardArgs>) : make_call(op, a, b, &check_grid_values<KanLinearBackwardArgs>);
+  auto c = a.gemm ? make_plan_call(op, a, b, &check_grid_values<KanLinearBackwardArgs>) : make_call(op, a, b, &check_grid_values<KanLinearBackwardArgs>);
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   c->outputs = kan_gradient_shapes(a.x, a.base_weight, a.spline_weight, a.spline_scaler, a.need_x, a.need_weights);
   // Nothing to contract (no outputs, features or rows): gradients the kernels leave unwritten are zero.

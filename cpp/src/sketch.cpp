@@ -139,7 +139,7 @@ std::unique_ptr<PreparedCall> sketch_prepare(const SketchArgs& a, Backend b) {
                       (b == Backend::cpu ? k <= (int64_t(1) << 18)
                                          : words <= (int64_t(1) << 24) && n * a.nnz <= 4096 * k);
   if (sparse && a.x.numel() > 0) check_contiguous(op, "x", a.x);
-  auto c = sparse ? make_call(op, a, b) : make_plan_call(a, b, nullptr);
+  auto c = sparse ? make_call(op, a, b) : make_plan_call(op, a, b, nullptr);
   if (sparse && b != Backend::cpu && a.x.numel() > 0)
     c->work = int64_t(sparse_work_words(sparse_sketch_params(a), a.transpose));
   std::vector<int64_t> shape(a.x.shape, a.x.shape + a.x.ndim);

@@ -92,8 +92,8 @@ class CallOf final : public PreparedCall {
 // A prepared call of op for validated args on backend b: kernel looked up, counts from Args.
 template <class Args>
 std::unique_ptr<CallOf<Args>> make_call(const char* op, const Args& a, Backend b,
-                                        typename CallOf<Args>::DataCheck check = nullptr) {
-  auto c = std::make_unique<CallOf<Args>>(a, registry().kernel(op, b, a), check);
+                                        typename CallOf<Args>::DataCheck check = nullptr, const char* name = nullptr) {
+  auto c = std::make_unique<CallOf<Args>>(a, registry().kernel(op, b, a, name), check);
   c->backend = b;
   c->n_inputs = Args::kInputs;
   c->has_work = Args::kWork;
@@ -102,8 +102,13 @@ std::unique_ptr<CallOf<Args>> make_call(const char* op, const Args& a, Backend b
 }
 
 // A validated call without a kernel: its shapes serve a route composed in Python (the GEMM route).
+// Its kernels run on the backend: no float64 on a GPU, raised here in the name of the public op.
 template <class Args>
-std::unique_ptr<CallOf<Args>> make_plan_call(const Args& a, Backend b, typename CallOf<Args>::DataCheck check) {
+std::unique_ptr<CallOf<Args>> make_plan_call(const char* op, const Args& a, Backend b,
+                                             typename CallOf<Args>::DataCheck check) {
+  if (b != Backend::cpu && a.x.dtype == DType::f64)
+    fail(ErrorKind::type, op, "x", "float64 is not supported on the GPU (use float32, float16 or bfloat16) on backend ",
+         backend_name(b));
   auto c = std::make_unique<CallOf<Args>>(a, nullptr, check);
   c->backend = b;
   c->n_inputs = Args::kInputs;

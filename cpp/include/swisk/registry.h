@@ -41,13 +41,15 @@ class Registry {
   void add(const char* op, Backend b, void (*fn)(const Args&), const char* (*supports)(const Args&) = nullptr) {
     add_erased(op, b, tag<Args>(), reinterpret_cast<void (*)()>(fn), reinterpret_cast<void (*)()>(supports));
   }
-  // The kernel of op on backend b for these arguments; unknown or unsupported combinations raise.
+  // The kernel of op on backend b for these arguments; unknown or unsupported combinations raise, in
+  // the name of the public op (name; op when null) and its argument x.
   template <class Args>
-  auto kernel(const char* op, Backend b, const Args& args) const -> void (*)(const Args&) {
+  auto kernel(const char* op, Backend b, const Args& args, const char* name = nullptr) const
+      -> void (*)(const Args&) {
     const Entry& e = find(op, b, tag<Args>());
     if (e.supports) {
       auto sup = reinterpret_cast<const char* (*)(const Args&)>(e.supports);
-      if (const char* why = sup(args)) fail(ErrorKind::type, op, "input", why, " on backend ", backend_name(b));
+      if (const char* why = sup(args)) fail(ErrorKind::type, name ? name : op, "x", why, " on backend ", backend_name(b));
     }
     return reinterpret_cast<void (*)(const Args&)>(e.fn);
   }

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -321,6 +322,28 @@ void forward(const KanLinearArgs& a) {
   });
 }
 
+// A NaN x[n, i] reaches every basis of feature i in the formulation (Cox–de Boor's products), so the
+// spline weight gradient of that feature is NaN for every output and basis; the kernels reached the
+// window's bases alone.
+template <typename T>
+void nan_features(const KanLinearBackwardArgs& a, const KanParams& p) {
+  if (!a.need_weights || p.out == 0 || p.rows == 0) return;
+  using A = typename sk_acc<T>::type;
+  const T* x = a.x.ptr<const T>();
+  std::vector<char> bad(p.in, 0);
+  bool any = false;
+  for (int64_t e = 0; e < int64_t(p.rows) * p.in; ++e) {
+    const A v = A(x[e]);
+    if (v != v) bad[e % p.in] = 1, any = true;
+  }
+  if (!any) return;
+  const T nan = T(std::numeric_limits<float>::quiet_NaN());
+  T* gsw = a.grad_spline_weight.ptr<T>();
+  for (int64_t o = 0; o < p.out; ++o)
+    for (int64_t i = 0; i < p.in; ++i)
+      if (bad[i]) std::fill(gsw + (o * p.in + i) * p.n_basis, gsw + (o * p.in + i + 1) * p.n_basis, nan);
+}
+
 void backward(const KanLinearBackwardArgs& a) {
   if (!a.need_x && !a.need_weights) return;
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
@@ -337,8 +360,10 @@ void backward(const KanLinearBackwardArgs& a) {
     knot_inverses(c);
     const T* gy_t = a.grad_out.ptr<const T>();
     if constexpr (std::is_same_v<T, A>) {
-      if (kan_cpu_direct(p.rows, a.x.dtype, true))
-        return dispatch_order(a.order, [&](auto k) { direct_backward<k()>(c, a, gy_t); });
+      if (kan_cpu_direct(p.rows, a.x.dtype, true)) {
+        dispatch_order(a.order, [&](auto k) { direct_backward<k()>(c, a, gy_t); });
+        return nan_features<T>(a, p);
+      }
     }
     A* gwt = a.need_weights ? a.work.ptr<A>() + lay.gwt : nullptr;  // wt is read by dx and by the unpacking
     std::vector<A> gy_acc;  // fp16/bf16: gy in the accumulation type, O(batch·out)
@@ -385,6 +410,7 @@ void backward(const KanLinearBackwardArgs& a) {
         if (gwt) unpack_chunk(c, a, gwt);
       });
     });
+    nan_features<T>(a, p);
   });
 }
 

@@ -124,7 +124,7 @@ SKETCH_MATRIX = OpSpec(
 SKETCH = OpSpec(
     name="sketch", inputs=("x",), scalars=(("kind", str), ("k", int), ("seed", int), ("nnz", int)),
     outputs=("out",), prepare=_C.sketch_prepare, composite=_sketch_tiles, backward=_sketch_backward,
-    reference=ref.sketch, row_outputs=("out",), defaults={"nnz": 8},
+    reference=ref.sketch, row_outputs=("out",), defaults={"nnz": 8}, autocast="lower",
     fake_shapes=lambda x, kind, k, seed, nnz: [(*x.shape[:-1], k)])
 
 SKETCH_TRANSPOSE = OpSpec(
@@ -277,6 +277,8 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
     768 in fp16/bf16, where the kernels beat cuBLAS on an H200, 32 and 256 for the transpose). The
     gradient is the exact transpose (g S, with the forward's S when it was one tile, else regenerated),
     itself differentiable (double backward); forward-mode tangents are the sketch of the tangent.
+    Under torch.autocast x is cast to the autocast dtype and the result is in it, for every kind, as
+    torch's matmul does.
 
     Args:
         x: (..., n) floating tensor.

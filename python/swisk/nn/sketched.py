@@ -44,6 +44,9 @@ class _Seeded(torch.nn.Module):
 
     def _checked_seed(self, v: torch.Tensor) -> int:
         name = type(self).__name__
+        if torch._C._functorch.is_batchedtensor(v):
+            raise ValueError(f"[{name}] seed: one seed gives the layer's operators; under vmap share it "
+                             f"(in_dims=None for the buffer) instead of stacking seeds")
         if v.numel() != 1 or v.dtype.is_floating_point or v.dtype.is_complex or v.dtype == torch.bool:
             raise ValueError(f"[{name}] seed: must be one integer, got a {v.dtype} tensor of shape {tuple(v.shape)}")
         seed = int(v)

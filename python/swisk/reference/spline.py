@@ -11,8 +11,9 @@ def bspline_basis(x: torch.Tensor, grid: torch.Tensor, spline_order: int, deriva
     """(..., in) -> (..., in, n_knots - 1 - spline_order) by the Cox–de Boor recursion; with derivative
     m > 0, the m-th derivative in x (the top m levels take derivative steps; zero past spline_order).
 
-    Half-open knot intervals; zero outside [grid[:, 0], grid[:, -1]) (±inf included, rather than
-    the inf·0 = NaN the bare recursion gives); a NaN input gives NaN in every basis.
+    Half-open knot intervals; zero outside [grid[:, 0], grid[:, -1]) (±inf and huge |x| included, rather
+    than the inf·0 = NaN the bare recursion gives when x - knot overflows); a NaN input gives NaN in
+    every basis.
     """
     xe = x.unsqueeze(-1)
     g = grid
@@ -25,7 +26,7 @@ def bspline_basis(x: torch.Tensor, grid: torch.Tensor, spline_order: int, deriva
             bases = (xe - g[:, : -(k + 1)]) / lo * bases[..., :-1] + (g[:, k + 1 :] - xe) / hi * bases[..., 1:]
     if derivative > spline_order:
         bases = torch.zeros_like(bases)
-    bases = torch.where(torch.isinf(xe), torch.zeros_like(bases), bases)
+    bases = torch.where((xe < g[:, :1]) | (xe > g[:, -1:]), torch.zeros_like(bases), bases)
     return torch.where(torch.isnan(xe), torch.full_like(bases, float("nan")), bases)
 
 

@@ -26,7 +26,7 @@ def _meyer_nu(u):
 
 
 def _meyer(t):
-    v = t.abs()
+    v = t.abs().clamp(max=1.0)  # 0 from 1 on; sin(pi v) of a huge v would be NaN
     aux = torch.where(
         v <= 0.5,
         torch.ones_like(v),

@@ -65,7 +65,7 @@ SK_WAV_FN WavVal<A> wavelet_eval(A t) {
     const A c = A(SK_WC(0.8673250705840776));  // 2 / (sqrt(3) pi^(1/4))
     const A g = M::gauss(t2);
     r.v = c * (t2 - A(1)) * g;
-    if (D) r.d = c * t * (A(3) - t2) * g;
+    if (D) r.d = c * (t * g) * (A(3) - t2);  // g first: far out t (3 - t^2) overflows where g is 0
   } else if (K == SK_WAV_morlet) {
     const A g = M::gauss(t2);
     const A c5 = D ? M::cos(A(5) * t) : M::cos_near(A(5) * t);  // past |5t| = 66, g is 0
@@ -74,7 +74,7 @@ SK_WAV_FN WavVal<A> wavelet_eval(A t) {
   } else if (K == SK_WAV_dog) {
     const A g = M::gauss(t2);
     r.v = -t * g;
-    if (D) r.d = (t2 - A(1)) * g;
+    if (D) r.d = (t * g) * t - g;  // g first: far out t^2 overflows where g is 0
   } else if (K == SK_WAV_meyer) {
     // sin(pi v) aux(v), v = |t|; aux = cos(pi/2 nu(2v - 1)) on (1/2, 1), 1 below, 0 above
     const A v = sk_abs(t);
