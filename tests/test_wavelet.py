@@ -132,6 +132,8 @@ def test_shannon_derivative_near_zero():
         (gx,) = torch.autograd.grad(swisk.ops.wavelet_kan(x, one, 0 * one, one, "shannon"), x)
         want = -t / 3 + t**3 / 30 - t**5 / 840 + t**7 / 45360 if t < 0.1 else (t * math.cos(t) - math.sin(t)) / t**2
         assert gx.item() == pytest.approx(want, rel=1e-13, abs=1e-18), t
+        (gr,) = torch.autograd.grad(reference.wavelet(x, "shannon").sum(), x)  # the oracle too (its series)
+        assert gr.item() == pytest.approx(want, rel=1e-13, abs=1e-18), t
 
 
 def test_deterministic_backward(rng):

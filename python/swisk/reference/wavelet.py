@@ -36,7 +36,13 @@ def _meyer(t):
 
 
 def _shannon(t):
-    return torch.sinc(t / math.pi)  # sin(t) / t
+    # sin(t) / t; near 0 its series, whose autograd derivative is exact there (torch.sinc's backward
+    # cancels to 0 at tiny t, where the derivative is -t/3)
+    t2 = t * t
+    series = 1 + t2 * (-1 / 6 + t2 * (1 / 120 + t2 * (-1 / 5040 + t2 * (1 / 362880 + t2 * (-1 / 39916800
+                                                                                          + t2 / 6227020800)))))
+    near = t.abs() < 0.5
+    return torch.where(near, series, torch.sinc(torch.where(near, torch.ones_like(t), t) / math.pi))
 
 
 WAVELETS = {
