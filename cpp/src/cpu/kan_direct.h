@@ -31,6 +31,14 @@ SK_VEC_INLINE V64<A> vpermute(V64<A> v, typename Vec64<A>::index idx) {
 #endif
 }
 
+// A vector of lane indices from memory (64 bytes at p).
+template <typename A, typename Lane>
+SK_VEC_INLINE typename Vec64<A>::index lane_index(const Lane* p) {
+  typename Vec64<A>::index v;
+  __builtin_memcpy(&v, p, 64);
+  return v;
+}
+
 // One call's operands: the rows' dense bases bx (R, cols rounded up to lanes) and silu values sl (R,
 // in rounded up to lanes), zero-padded; per vector b of a row's columns, the first feature it touches
 // f0[b], how many scalers from there lie in the row nf[b], and each lane's feature counted from f0[b].
@@ -41,11 +49,7 @@ struct DirectOperands {
   std::vector<A> bx, sl;
   std::vector<int64_t> f0, nf;
   std::vector<Lane> idx;  // lanes per block (a vector type's alignment is lost in a template argument)
-  typename Vec64<A>::index lanes(int64_t b) const {
-    typename Vec64<A>::index v;
-    __builtin_memcpy(&v, idx.data() + b * kLanes<A>, 64);
-    return v;
-  }
+  typename Vec64<A>::index lanes(int64_t b) const { return lane_index<A>(idx.data() + b * kLanes<A>); }
 };
 
 template <int K, typename A>
@@ -150,11 +154,7 @@ struct DirectBack {
   std::vector<Local<K, A, true>> loc;  // (in, rows)
   std::vector<A> bx, sl;               // dense bases (rows, colsp), silu (rows, inp), zero-padded
   std::vector<typename DirectOperands<A>::Lane> idx;  // per vector of a block's columns: each lane's feature
-  typename Vec64<A>::index lanes(int64_t v) const {
-    typename Vec64<A>::index r;
-    __builtin_memcpy(&r, idx.data() + v * kLanes<A>, 64);
-    return r;
-  }
+  typename Vec64<A>::index lanes(int64_t v) const { return lane_index<A>(idx.data() + v * kLanes<A>); }
 };
 
 constexpr int64_t kDirectTileBytes = 192 << 10;  // a tile's sums and bases (q, bx): within L2

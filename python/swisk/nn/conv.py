@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from .. import ops
 from .._backend import autocast_enabled
-from ..reference.spline import bspline_basis
+from ..reference.spline import bspline_basis, kan_grid
 from ._checks import FLOAT_DTYPES, LAYER_RAISES_DOC, SPLINE_ARGS_DOC, flag_arg, int_arg
 from .kan import _check_args
 
@@ -68,7 +68,7 @@ class _KANConvNd(torch.nn.Module):
         g, k = self.grid_size, self.spline_order = a["grid_size"], a["spline_order"]
         lo, hi = a["grid_range"]
         self._grid_range = (lo, hi)
-        self.register_buffer("grid", self._initial_grid().expand(self.in_channels, -1).contiguous())
+        self.register_buffer("grid", self._initial_grid())
         cg = self.in_channels // self.groups
         self.base_weight = torch.nn.Parameter(torch.empty(self.out_channels, cg, *self.kernel_size))
         self.spline_weight = torch.nn.Parameter(torch.empty(self.out_channels, cg * (g + k), *self.kernel_size))
@@ -82,9 +82,8 @@ class _KANConvNd(torch.nn.Module):
         self.reset_parameters()
 
     def _initial_grid(self) -> torch.Tensor:
-        """The knots of grid_range, extended by spline_order on each side (one feature's row)."""
-        (lo, hi), g, k = self._grid_range, self.grid_size, self.spline_order
-        return torch.arange(-k, g + k + 1) * ((hi - lo) / g) + lo
+        """The knots of grid_range, extended by spline_order on each side, for every input."""
+        return kan_grid(self.in_channels, self.grid_size, self.spline_order, self._grid_range)
 
     def reset_parameters(self):
         """efficient-kan's initialisation per patch element: kaiming-uniform base weights and scalers

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import ops
+from ..reference.spline import kan_grid
 from ._checks import (LAYER_RAISES_DOC, SPLINE_ARGS_DOC, check_input, flag_arg, int_arg, module_class_arg, range_arg,
                       real_arg, widths_arg)
 
@@ -62,7 +63,7 @@ class KANLinear(torch.nn.Module):
         g, k = self.grid_size, self.spline_order = a["grid_size"], a["spline_order"]
         lo, hi = a["grid_range"]
         self._grid_range = (lo, hi)
-        self.register_buffer("grid", self._initial_grid().expand(fin, -1).contiguous())
+        self.register_buffer("grid", self._initial_grid())
         self.base_weight = torch.nn.Parameter(torch.empty(fout, fin))
         self.spline_weight = torch.nn.Parameter(torch.empty(fout, fin, g + k))
         self.enable_standalone_scale_spline = flag_arg("KANLinear", "enable_standalone_scale_spline",
@@ -75,9 +76,8 @@ class KANLinear(torch.nn.Module):
         self.reset_parameters()
 
     def _initial_grid(self) -> torch.Tensor:
-        """The knots of grid_range, extended by spline_order on each side (one feature's row)."""
-        (lo, hi), g, k = self._grid_range, self.grid_size, self.spline_order
-        return torch.arange(-k, g + k + 1) * ((hi - lo) / g) + lo
+        """The knots of grid_range, extended by spline_order on each side, for every input."""
+        return kan_grid(self.in_features, self.grid_size, self.spline_order, self._grid_range)
 
     def reset_parameters(self):
         torch.nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5) * self.scale_base)
