@@ -286,6 +286,45 @@ def test_sparse_sign_kernels_or_tiles(backend, monkeypatch, rng, dtype):
     assert getattr(x, "_swisk_sketch", None) is None
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_nonfinite_values_give_the_products_pattern(backend, rng, dtype):
+    """inf and NaN in x (or g) give the NaN/inf pattern of the product x S^T (g S) on every route: the
+    sparse-sign kernels add S's non-zeros alone, so rows holding one are computed again through tiles of
+    S (a NaN wherever a zero of S meets an inf); the rows without keep the kernels' bits. Rows of S with
+    no entries (k > n nnz) included; the dense kinds, SRHT and the FWHT by their own routes."""
+    if dtype == torch.float64 and backend != "cpu":
+        pytest.skip("float64 is CPU-only")
+    dev, inf, nan = testing.device_of(backend), float("inf"), float("nan")
+
+    def same_pattern(got, want):
+        got = got.cpu().double()
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+        assert torch.equal(got[got.isinf()], want[want.isinf()])
+
+    for kind, rows, n, k, nnz in (("sparse_sign", 6, 300, 64, 4), ("sparse_sign", 5, 40, 900, 1),
+                                  ("sparse_sign", 4, 50, 20, 20), ("gaussian", 4, 40, 16, 8), ("rademacher", 4, 40, 16, 8)):
+        seed = int(torch.randint(0, 2**62, (), generator=rng))
+        S = ref.sketch_matrix(kind, k, n, seed, torch.float64, "cpu", nnz)
+        x = torch.randn(rows, n, generator=rng, dtype=torch.float64).to(dtype)
+        g = torch.randn(rows, k, generator=rng, dtype=torch.float64).to(dtype)
+        clean_y = swisk.ops.sketch(x.to(dev), kind, k, seed, nnz).cpu()
+        clean_gx = torch.ops.swisk.sketch_transpose(g.to(dev), kind, n, seed, nnz).cpu()
+        x[1, 3], x[2, 7], x[2, 9], x[3, 0] = inf, -inf, inf, nan
+        g[1, 2], g[3, 0], g[3, k - 1] = -inf, nan, inf
+        y = swisk.ops.sketch(x.to(dev), kind, k, seed, nnz).cpu()
+        gx = torch.ops.swisk.sketch_transpose(g.to(dev), kind, n, seed, nnz).cpu()
+        same_pattern(y, x.double() @ S.T)
+        same_pattern(gx, g.double() @ S)
+        assert gx[3].isnan().all() and (y[1].isnan().any() or kind != "sparse_sign" or nnz == k)
+        for got, clean, bad in ((y, clean_y, (1, 2, 3)), (gx, clean_gx, (1, 3))):
+            keep = [r for r in range(rows) if r not in bad]
+            assert torch.equal(got[keep], clean[keep])
+    x = torch.randn(3, 64, generator=rng, dtype=torch.float64).to(dtype)
+    x[1, 5], x[2, 1], x[2, 2] = inf, inf, -inf
+    same_pattern(swisk.ops.srht(x.to(dev), 16, 1), ref.srht(x.double(), 16, 1))
+    same_pattern(swisk.ops.fwht(x.to(dev)), ref.fwht(x.double(), 1.0))
+
+
 def test_sparse_sign_tables_follow_the_operator(rng):
     """The CPU keeps the column tables of the last operators: calls alternating between operators that
     differ in one of (seed's low word, seed's high word, k, n, nnz) each apply their own S, and a

@@ -41,6 +41,7 @@ class OpSpec:
                                            # formulation's), e.g. a linear op applied to its tangents
     extra: Optional[Callable] = None       # (backend, tensors, scalars) -> extra prepare arguments
     composite: Optional[Callable] = None   # (tensors, scalars) -> outputs, when prepare validates only
+    finish: Optional[Callable] = None      # (tensors, scalars, outputs) -> outputs, after the kernels
     autocast: Optional[str] = None         # "fp32": cast floating inputs up; "lower": to the autocast dtype
     row_outputs: tuple = ()                # outputs with x's leading (row) dims: the vmap rule merges those
     strided: bool = False                  # the composite route reads any strides (no contiguous copies)
@@ -152,7 +153,8 @@ def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     dispatches = entry.launch([0 if t is None else t.data_ptr() for t in everything], _backend.stream_for(x))
     if dispatches:
         _backend.run_metal_dispatches(dispatches, everything, backend)
-    return outs[0] if len(outs) == 1 else tuple(outs)
+    result = outs[0] if len(outs) == 1 else tuple(outs)
+    return spec.finish(tensors, scalars, result) if spec.finish else result
 
 
 class _Packed:

@@ -50,38 +50,78 @@ def _key(x, kind, k, n, seed, nnz):
     return (kind, k, n, seed, nnz, x.dtype, x.device)
 
 
-def _sketch_tiles(tensors, scalars):
-    (x,), (kind, k, seed, nnz) = tensors, scalars
-    n = x.shape[-1]
-    x2, like = x.reshape(-1, n), x.new_empty(0)
-    step = _tile_cols(k, n, x.element_size())
-    if step >= n:  # one tile, the whole S: the backward of this call reuses it
+def _product(x2, kind, k, n, seed, nnz, keep=None):
+    """x2 (rows, n) S^T by the GEMM over column tiles of S; keep(S) is called when S was one tile."""
+    like = x2.new_empty(0)
+    step = _tile_cols(k, n, x2.element_size())
+    if step >= n:  # one tile, the whole S
         s = _tile(like, kind, k, n, seed, 0, n, nnz)
-        if recording():
-            hold(x, "_swisk_sketch", _key(x, kind, k, n, seed, nnz), s)
-        return (x2 @ s.T).reshape(*x.shape[:-1], k)
+        if keep is not None:
+            keep(s)
+        return x2 @ s.T
     # fp16/bf16: the tiles' products summed in fp32, rounded once (as one GEMM over the whole S would)
-    wide = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
-    y, buf = torch.empty(x2.shape[0], k, dtype=wide, device=x.device), x.new_empty(k * step)  # one tile, reused
+    wide = torch.float32 if x2.dtype in (torch.float16, torch.bfloat16) else x2.dtype
+    y, buf = torch.empty(x2.shape[0], k, dtype=wide, device=x2.device), x2.new_empty(k * step)  # one tile, reused
     for c0 in range(0, n, step):
         c1 = min(n, c0 + step)
         accumulate(y, x2[:, c0:c1], _tile(like, kind, k, n, seed, c0, c1, nnz, buf).T, c0 == 0)
-    return y.to(x.dtype).reshape(*x.shape[:-1], k)
+    return y.to(x2.dtype)
+
+
+def _transpose_product(g2, kind, n, seed, nnz):
+    """g2 (rows, k) S by the GEMM over column tiles of S."""
+    k, like = g2.shape[1], g2.new_empty(0)
+    step = _tile_cols(k, n, g2.element_size())
+    if step >= n:
+        return g2 @ _tile(like, kind, k, n, seed, 0, n, nnz)
+    out, buf = g2.new_empty(g2.shape[0], n), g2.new_empty(k * step)
+    for c0 in range(0, n, step):
+        c1 = min(n, c0 + step)
+        torch.mm(g2, _tile(like, kind, k, n, seed, c0, c1, nnz, buf), out=out[:, c0:c1])
+    return out
+
+
+def _sketch_tiles(tensors, scalars):
+    (x,), (kind, k, seed, nnz) = tensors, scalars
+    n = x.shape[-1]
+    keep = None
+    if recording():  # the backward of this call reuses a one-tile S
+        def keep(s):
+            hold(x, "_swisk_sketch", _key(x, kind, k, n, seed, nnz), s)
+    return _product(x.reshape(-1, n), kind, k, n, seed, nnz, keep).reshape(*x.shape[:-1], k)
 
 
 def _transpose_tiles(tensors, scalars):
     (g,), (kind, n, seed, nnz) = tensors, scalars
-    k = g.shape[-1]
-    g2, like = g.reshape(-1, k), g.new_empty(0)
-    step = _tile_cols(k, n, g.element_size())
-    if step >= n:
-        out = g2 @ _tile(like, kind, k, n, seed, 0, n, nnz)
-    else:
-        out, buf = g2.new_empty(g2.shape[0], n), g2.new_empty(k * step)
-        for c0 in range(0, n, step):
-            c1 = min(n, c0 + step)
-            torch.mm(g2, _tile(like, kind, k, n, seed, c0, c1, nnz, buf), out=out[:, c0:c1])
-    return out.reshape(*g.shape[:-1], n)
+    return _transpose_product(g.reshape(-1, g.shape[-1]), kind, n, seed, nnz).reshape(*g.shape[:-1], n)
+
+
+def _nonfinite_rows(rows, redo, out2):
+    """The sparse-sign kernels add S's nnz non-zeros per column alone; the product that defines the op
+    also multiplies S's zeros, so an inf or NaN in a row makes NaN wherever a zero of S meets it. A
+    row of `rows` (the k-sized side of the call: the sketch's output, the transpose's input) holds one
+    exactly when its sum is not finite (or overflows, harmlessly); such rows are computed again by the
+    GEMM over S's tiles, `redo(row indices)`, into out2. Every backend thus gives the product's
+    NaN/inf pattern; the check reads one flag back from a GPU."""
+    bad = ~torch.isfinite(rows.sum(-1, dtype=torch.float64 if rows.dtype == torch.float64 else torch.float32))
+    if bad.any():
+        idx = bad.nonzero().squeeze(1)
+        out2[idx] = redo(idx)
+
+
+def _sketch_finish(tensors, scalars, out):
+    (x,), (kind, k, seed, nnz) = tensors, scalars
+    n = x.shape[-1]
+    x2, y2 = x.reshape(-1, n), out.view(-1, k)
+    _nonfinite_rows(y2, lambda idx: _product(x2[idx], kind, k, n, seed, nnz), y2)
+    return out
+
+
+def _transpose_finish(tensors, scalars, out):
+    (g,), (kind, n, seed, nnz) = tensors, scalars
+    g2 = g.reshape(-1, g.shape[-1])
+    _nonfinite_rows(g2, lambda idx: _transpose_product(g2[idx], kind, n, seed, nnz), out.view(-1, n))
+    return out
 
 
 def _sketch_backward(need, saved, scalars, grads):
@@ -123,13 +163,14 @@ SKETCH_MATRIX = OpSpec(
 
 SKETCH = OpSpec(
     name="sketch", inputs=("x",), scalars=(("kind", str), ("k", int), ("seed", int), ("nnz", int)),
-    outputs=("out",), prepare=_C.sketch_prepare, composite=_sketch_tiles, backward=_sketch_backward,
+    outputs=("out",), prepare=_C.sketch_prepare, composite=_sketch_tiles, finish=_sketch_finish,
+    backward=_sketch_backward,
     reference=ref.sketch, row_outputs=("out",), defaults={"nnz": 8}, autocast="lower",
     fake_shapes=lambda x, kind, k, seed, nnz: [(*x.shape[:-1], k)])
 
 SKETCH_TRANSPOSE = OpSpec(
     name="sketch_transpose", inputs=("grad",), scalars=(("kind", str), ("n", int), ("seed", int), ("nnz", int)),
-    outputs=("out",), prepare=_C.sketch_transpose_prepare, composite=_transpose_tiles,
+    outputs=("out",), prepare=_C.sketch_transpose_prepare, composite=_transpose_tiles, finish=_transpose_finish,
     backward=_transpose_backward, reference=ref.sketch_transpose, row_outputs=("out",),
     fake_shapes=lambda g, kind, n, seed, nnz: [(*g.shape[:-1], n)])
 
@@ -274,7 +315,9 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
     take nnz multiply-adds per input value (n * nnz <= 2^23; on the CPU k <= 2^18, the last operators'
     column tables kept for the next calls, 32 MiB in all; on the GPUs a workspace of at most 64 MiB for
     S sorted by rows, and n * nnz / k <= 4096 entries per row of S; on CUDA k / nnz >= 96 in fp32 and
-    768 in fp16/bf16, where the kernels beat cuBLAS on an H200, 32 and 256 for the transpose). The
+    768 in fp16/bf16, where the kernels beat cuBLAS on an H200, 32 and 256 for the transpose). An inf or
+    NaN gives the product's pattern on every route (NaN wherever a zero of S meets an inf): the rows
+    holding one go through the tiles (on GPUs one flag is read back per call). The
     gradient is the exact transpose (g S, with the forward's S when it was one tile, else regenerated),
     itself differentiable (double backward); forward-mode tangents are the sketch of the tangent.
     Under torch.autocast x is cast to the autocast dtype and the result is in it, for every kind, as
