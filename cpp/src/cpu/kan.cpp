@@ -36,14 +36,15 @@ namespace {
 constexpr int64_t kTileRows = 512;  // backward: most rows grouped by interval together
 constexpr int64_t kLocalBytes = 8 << 20;  // backward: the locals of a tile of rows
 
-// a[0, NV) += feature f's K+2 weight rows (w: its silu row) times its coefficients.
+// a[0, NV) += feature f's K+2 weight rows (w: its silu row) times its coefficients. Rows are a vector
+// apart (Ctx::rs == lanes): constant offsets, so each multiply-add's address is a register plus one.
 template <int K, int NV, typename A>
-SK_VEC_INLINE void add_feature(V64<A>* a, const A* w, int64_t rs, int64_t vs,
-                               const Local<K, A, false>& l) {
-  const A* ws = w + l.row * rs;
+SK_VEC_INLINE void add_feature(V64<A>* a, const A* w, int64_t vs, const Local<K, A, false>& l) {
+  constexpr int64_t L = kLanes<A>;
+  const A* ws = w + l.row * L;
   for (int v = 0; v < NV; ++v) {
     V64<A> t = a[v] + l.c[0] * vload(w + v * vs);
-    for (int q = 0; q <= K; ++q) t += l.c[q + 1] * vload(ws + q * rs + v * vs);
+    for (int q = 0; q <= K; ++q) t += l.c[q + 1] * vload(ws + q * L + v * vs);
     a[v] = t;
   }
 }
@@ -51,7 +52,7 @@ SK_VEC_INLINE void add_feature(V64<A>* a, const A* w, int64_t rs, int64_t vs,
 // acc[0, NV vectors) += the nf features' contributions. Two accumulator sets (even and odd features)
 // keep 2·NV independent chains of multiply-adds.
 template <int K, int NV, typename A>
-SK_VEC_INLINE void forward_tile(A* acc, const A* w, int64_t fs, int64_t rs, int64_t vs, const Local<K, A, false>* l,
+SK_VEC_INLINE void forward_tile(A* acc, const A* w, int64_t fs, int64_t vs, const Local<K, A, false>* l,
                                 int64_t nf) {
   using V = V64<A>;
   constexpr int64_t L = kLanes<A>;
@@ -59,10 +60,10 @@ SK_VEC_INLINE void forward_tile(A* acc, const A* w, int64_t fs, int64_t rs, int6
   for (int v = 0; v < NV; ++v) a[v] = vload(acc + v * L), b[v] = V{};
   int64_t f = 0;
   for (; f + 2 <= nf; f += 2, w += 2 * fs) {
-    add_feature<K, NV>(a, w, rs, vs, l[f]);
-    add_feature<K, NV>(b, w + fs, rs, vs, l[f + 1]);
+    add_feature<K, NV>(a, w, vs, l[f]);
+    add_feature<K, NV>(b, w + fs, vs, l[f + 1]);
   }
-  if (f < nf) add_feature<K, NV>(a, w, rs, vs, l[f]);
+  if (f < nf) add_feature<K, NV>(a, w, vs, l[f]);
   for (int v = 0; v < NV; ++v) vstore(acc + v * L, a[v] + b[v]);
 }
 
@@ -83,11 +84,11 @@ void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* x
     int64_t o = 0;
     for (; o + NV * L <= outp; o += NV * L) {
       const A* w = c.vec(c.wt, f0, o / L);
-      for (int64_t r = 0; r < nr; ++r) forward_tile<K, NV>(acc + r * outp + o, w, c.fs, c.rs, c.vs, l + r * kFeats, nf);
+      for (int64_t r = 0; r < nr; ++r) forward_tile<K, NV>(acc + r * outp + o, w, c.fs, c.vs, l + r * kFeats, nf);
     }
     for (; o < outp; o += L) {
       const A* w = c.vec(c.wt, f0, o / L);
-      for (int64_t r = 0; r < nr; ++r) forward_tile<K, 1>(acc + r * outp + o, w, c.fs, c.rs, c.vs, l + r * kFeats, nf);
+      for (int64_t r = 0; r < nr; ++r) forward_tile<K, 1>(acc + r * outp + o, w, c.fs, c.vs, l + r * kFeats, nf);
     }
   }
   for (int64_t r = 0; r < nr; ++r)
@@ -173,7 +174,8 @@ void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i,
   constexpr int64_t L = kLanes<A>;
   constexpr int G = (K + 2) * 4 + K + 5 <= 32 ? 4 : 2;  // rows per dx_rows call (its registers)
   constexpr int NV = (K + 2) * 4 + 4 <= 32 ? 4 : 2;     // vectors per dw_tile
-  const int64_t rs = c.rs, vs = c.vs, groups = c.ns + 1 - K;  // row: 1 .. ns - K
+  constexpr int64_t rs = L;  // Ctx::rs, a constant to the inlined loops' addressing
+  const int64_t vs = c.vs, groups = c.ns + 1 - K;  // row: 1 .. ns - K
   s.lp.resize(nn), s.gp.resize(nn), s.rows.resize(nn), s.start.assign(groups + 1, 0);
   for (int64_t r = 0; r < nn; ++r) ++s.start[loc[r].row];
   for (int64_t b = 1; b <= groups; ++b) s.start[b] += s.start[b - 1];  // start[b]: end of group b
