@@ -255,6 +255,20 @@ def test_empty_batch_channels_and_nan_propagation(rng):
     assert torch.equal(y.isnan(), want.isnan()) and y[0, 1].isnan().all()
 
 
+@pytest.mark.parametrize("c,o,n", [(0, 4, 2), (2, 0, 2), (0, 0, 1), (2, 4, 0)])
+def test_forward_mode_of_empty_sizes(rng, c, o, n):
+    """Tangents (from the formulation) of calls without input channels, outputs or images: the empty
+    sum, 0, in y's shape, as the op's own forward gives it (torch's convolutions refuse or drop those)."""
+    x = torch.randn(n, c, 5, 6, generator=rng, dtype=F64)
+    grid = make(rng, 2, 1, max(c, 1), 1, 5, 3)[1][:c]
+    sw, bw = torch.randn(o, c * 8, 3, 2, dtype=F64), torch.randn(o, c, 3, 2, dtype=F64)
+    for base in (bw, None):
+        f = lambda x: swisk.ops.kan_conv2d(x, grid, base, sw, None, 3, (2, 1), 1)  # noqa: E731
+        y, jv = torch.func.jvp(f, (x,), (torch.randn(x.shape, generator=rng, dtype=F64),))
+        assert y.shape == jv.shape == (n, o, 3, 7) and (jv == 0).all()
+        assert ref([x, grid, base, sw, None], 3, [2, 1], [1] * 4, [1, 1], 1).shape == y.shape
+
+
 def test_bad_inputs(rng):
     x, grid, bw, sw, sc = make(rng, 2, 1, 4, 4, 5, 3, groups=2)
     op = swisk.ops.kan_conv2d

@@ -93,6 +93,24 @@ def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
             y3.backward(go)
 
 
+@pytest.mark.parametrize("grad_between", [False, True])
+def test_a_later_forward_leaves_a_pending_backwards_weights(rng, grad_between):
+    """W held for a pending backward is the spline weight's reused buffer: a later forward on the same
+    spline_weight with another scaler and base weight (no grad, or x needing none: nothing held by it)
+    packs elsewhere, so the first backward still multiplies by its own forward's weights."""
+    x, grid, bw, sw, sc = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(make(rng, 9, 4, 5, 5, 3))]
+    x2, bw2, sc2 = torch.randn(9, 4, generator=rng, dtype=torch.float64), 3 * bw.detach(), -sc.detach()
+    go = torch.randn(9, 5, generator=rng, dtype=torch.float64)
+    with swisk.config.using(kan_route="gemm"):
+        y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        with torch.set_grad_enabled(grad_between):
+            swisk.ops.kan_linear(x2, grid, bw2, sw, sc2, 3)
+        got = torch.autograd.grad(y, (x, bw, sw, sc), go)
+    want = torch.autograd.grad(ref(x, grid, bw, sw, sc, 3), (x, bw, sw, sc), go)
+    for g, w in zip(got, want):
+        assert rel_err(g, w) <= 1e-12
+
+
 def test_a_first_layer_holds_no_packed_weights(rng, monkeypatch):
     """x needs no gradient (a network's first layer): the backward has no dA = gy·W, so forward holds
     no W for it (its memory would stay allocated until the backward) and nothing packs twice."""

@@ -445,6 +445,32 @@ def test_nan_x_gradients_as_in_the_formulation(rng, route, rows):
         assert got[2][:, 2].isnan().all() and got[2][:, :2].isfinite().all()
 
 
+def test_forward_mode_without_base_at_infinite_x(rng, route):
+    """No base_weight means no base branch, not a zero one: at x = ±inf the bases are 0 and so is the
+    feature's part of y and of its tangents (0·silu(±inf) would be NaN). jvp, jacfwd and reverse mode agree."""
+    x, grid, _, sw, sc = make(rng, 4, 3, 2, 4, 3)
+    x[1, 0], x[3, 2] = float("inf"), -float("inf")
+    f = lambda t: swisk.ops.kan_linear(t, grid, None, sw, sc, 3)  # noqa: E731
+    t = torch.randn(x.shape, generator=rng, dtype=torch.float64)
+    y, jv = torch.func.jvp(f, (x,), (t,))
+    rev = torch.func.jacrev(f)(x)
+    assert y.isfinite().all() and jv.isfinite().all() and rev.isfinite().all()
+    assert rel_err(jv, torch.einsum("noki,ki->no", rev, t)) <= REL[torch.float64]
+    assert rel_err(torch.func.jacfwd(f)(x), rev) <= REL[torch.float64]
+    assert rel_err(y, reference.kan_linear(x, grid, None, sw, sc, 3)) <= REL[torch.float64]
+
+
+@pytest.mark.parametrize("fin,fout,lead", [(0, 3, (4,)), (3, 0, (4,)), (3, 2, (0,)), (0, 0, (2, 0))])
+def test_forward_mode_of_empty_sizes(rng, route, fin, fout, lead):
+    """jvp (from the formulation) of calls without features, outputs or rows: y's shape, tangent 0 where
+    y is the empty sum."""
+    x, grid, bw, sw, sc = make(rng, 1, max(fin, 1), max(fout, 1), 4, 3)
+    x, grid, bw, sw, sc = x.new_zeros(*lead, fin), grid[:fin], bw[:fout, :fin], sw[:fout, :fin], sc[:fout, :fin]
+    f = lambda t: swisk.ops.kan_linear(t, grid, bw, sw, sc, 3)  # noqa: E731
+    y, jv = torch.func.jvp(f, (x,), (torch.ones_like(x),))
+    assert y.shape == jv.shape == (*lead, fout) and (jv == 0).all()
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_nonfinite_weights_few_rows(rng, bad):
     """The few-rows forward multiplies every dense basis, zero or not, by every weight: a non-finite

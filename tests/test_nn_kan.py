@@ -117,6 +117,25 @@ def test_update_grid_preserve_option(rng):
     torch.testing.assert_close(m(x).detach(), mid, atol=1e-9, rtol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_layer_updates_and_resets(rng, dtype):
+    """update_grid and reset_parameters of a fp16/bf16 layer (torch's lstsq takes neither): fitted in fp32,
+    stored in the layer's dtype, close to the same update of the fp32 layer."""
+    torch.manual_seed(rng.initial_seed())
+    m32 = swisk.nn.KANLinear(4, 3)
+    m = swisk.nn.KANLinear(4, 3).to(dtype)
+    m.load_state_dict(m32.state_dict())
+    x = torch.randn(200, 4, generator=rng) * 0.6
+    m32.update_grid(x, preserve=True)
+    m.update_grid(x.to(dtype), preserve=True)
+    assert m.grid.dtype == m.spline_weight.dtype == dtype
+    rms = lambda t: t.float().pow(2).mean().sqrt().item()  # noqa: E731
+    y32 = m32(x).detach()
+    assert rms(m(x.to(dtype)).detach().float() - y32) <= {torch.float16: 0.02, torch.bfloat16: 0.1}[dtype] * rms(y32)
+    m.reset_parameters()
+    assert m.spline_weight.dtype == dtype and m.spline_weight.isfinite().all()
+
+
 def test_regularization_loss():
     m = swisk.nn.KAN([3, 4, 2])
     want = 0.0

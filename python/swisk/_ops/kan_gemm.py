@@ -42,8 +42,12 @@ def _key(t):
 def _spare(bw, sw, sc):
     """On the CPU, trainable weights keep their last W's buffer and every forward packs into it: a
     fresh allocation of that size costs its page faults on every step. (Repacked each time: never a
-    cache; W of a forward whose backward is pending holds the same weights.)"""
+    cache.) While a pending backward holds it, a forward packs into a fresh buffer: its weights may
+    differ (another scaler or base weight beside the same spline_weight, values changed through .data)."""
     if sw.device.type != "cpu" or not any(t is not None and t.requires_grad for t in (bw, sw, sc)):
+        return None
+    held = getattr(sw, "_swisk_packed", None)
+    if held is not None and held[1] is getattr(sw, "_swisk_spare", None):
         return None
     width = (0 if bw is None else sw.shape[1]) + sw.shape[1] * sw.shape[2]
     w = getattr(sw, "_swisk_spare", None)

@@ -103,8 +103,9 @@ class KANLinear(torch.nn.Module):
     def curve2coeff(self, x: torch.Tensor, y: torch.Tensor, grid: torch.Tensor | None = None) -> torch.Tensor:
         """Least-squares coefficients (out, in, n_basis) of per-feature curves y (batch, in, out) at x (batch, in)."""
         a = self.b_splines(x, grid).transpose(0, 1)  # (in, batch, n_basis)
-        sol = torch.linalg.lstsq(a, y.transpose(0, 1)).solution  # (in, n_basis, out)
-        return sol.permute(2, 0, 1).contiguous()
+        wide = torch.promote_types(a.dtype, torch.float32)  # lstsq takes no fp16/bf16: solved in fp32
+        sol = torch.linalg.lstsq(a.to(wide), y.transpose(0, 1).to(wide)).solution  # (in, n_basis, out)
+        return sol.permute(2, 0, 1).to(a.dtype).contiguous()
 
     @property
     def scaled_spline_weight(self) -> torch.Tensor:

@@ -23,7 +23,8 @@ def scaled_spline_weight(spline_weight, spline_scaler):
         return spline_weight
     o, cg = spline_scaler.shape[:2]
     k = spline_weight.shape[2:]
-    return (spline_weight.view(o, cg, -1, *k) * spline_scaler.unsqueeze(2)).view(spline_weight.shape)
+    nb = spline_weight.shape[1] // cg if cg else 0  # explicit sizes: any of them may be 0
+    return (spline_weight.view(o, cg, nb, *k) * spline_scaler.unsqueeze(2)).view(spline_weight.shape)
 
 
 def kan_conv(x, grid, base_weight, spline_weight, spline_scaler, spline_order, stride, padding, dilation, groups,
@@ -34,7 +35,12 @@ def kan_conv(x, grid, base_weight, spline_weight, spline_scaler, spline_order, s
     conv = _CONV[d - 1]
     c, spatial = x.shape[-d - 1], x.shape[-d:]
     lead = x.shape[:-d - 1]
-    xb = x.reshape(-1, c, *spatial)
+    o = spline_weight.shape[0]
+    if c == 0 or o == 0:  # torch's convolutions refuse no outputs and drop them for no inputs; the empty sum is 0
+        out = [(s + padding[2 * i] + padding[2 * i + 1] - dilation[i] * (spline_weight.shape[2 + i] - 1) - 1)
+               // stride[i] + 1 for i, s in enumerate(spatial)]
+        return x.new_zeros(*lead, o, *out)
+    xb = x.reshape(lead.numel(), c, *spatial)
     pads = torch_pads(padding)
     bases = bspline_basis(xb.movedim(1, -1), grid, spline_order)       # (N, *S, C, n_basis)
     bases = bases.movedim(-2, 1).movedim(-1, 2).flatten(1, 2)          # (N, C·n_basis, *S)

@@ -67,22 +67,25 @@ def kan_contract(x: torch.Tensor, grid: torch.Tensor, grad: torch.Tensor, spline
 def kan_linear(
     x: torch.Tensor,
     grid: torch.Tensor,
-    base_weight: torch.Tensor,
+    base_weight: torch.Tensor | None,
     spline_weight: torch.Tensor,
     spline_scaler: torch.Tensor | None,
     spline_order: int,
     base_activation=F.silu,
 ) -> torch.Tensor:
     """y = act(x) @ base_weightᵀ + basis(x) · (spline_weight · spline_scaler): efficient-kan's forward,
-    which builds the (batch, in, n_basis) basis tensor."""
-    in_features, out_features = base_weight.shape[1], base_weight.shape[0]
+    which builds the (batch, in, n_basis) basis tensor. base_weight None: no base branch at all (not a
+    zero weight, whose 0·act(±inf) would be NaN)."""
+    out_features, in_features = spline_weight.shape[:2]
     lead = x.shape[:-1]
-    x2 = x.reshape(-1, in_features)
-    base = F.linear(base_activation(x2), base_weight)
+    x2 = x.reshape(lead.numel(), in_features)  # explicit sizes: any of them may be 0
     w = spline_weight if spline_scaler is None else spline_weight * spline_scaler.unsqueeze(-1)
     basis = bspline_basis(x2, grid, spline_order)
-    spline = F.linear(basis.reshape(x2.shape[0], w[0].numel()), w.reshape(out_features, -1))
-    return (base + spline).reshape(*lead, out_features)
+    width = in_features * spline_weight.shape[2]
+    y = F.linear(basis.reshape(x2.shape[0], width), w.reshape(out_features, width))
+    if base_weight is not None:
+        y = F.linear(base_activation(x2), base_weight) + y
+    return y.reshape(*lead, out_features)
 
 
 # ---- efficient-kan's layer around the op: knots, initialisation, grid update, regulariser ----
