@@ -222,6 +222,9 @@ def test_opcheck_and_compile(rng):
     assert rel_err(y, swisk.ops.kan_conv2d(*leaves, 3, 1, 1)) == 0
     y.sum().backward()
     assert leaves[3].grad is not None and leaves[3].grad.abs().sum() > 0
+    # the same input in channels_last: the recompile traces symbolic strides (fake_shapes, not prepare's cache)
+    xc = leaves[0].detach().contiguous(memory_format=torch.channels_last)
+    assert rel_err(f(xc, *leaves[1:]), swisk.ops.kan_conv2d(xc, *leaves[1:], 3, 1, 1)) <= REL[torch.float32]
 
 
 def test_autocast_bf16(rng):

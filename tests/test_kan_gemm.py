@@ -111,6 +111,24 @@ def test_a_later_forward_leaves_a_pending_backwards_weights(rng, grad_between):
         assert rel_err(g, w) <= 1e-12
 
 
+def test_held_weights_belong_to_their_forward(rng):
+    """A forward recorded after weights changed through .data (their versions unchanged, as in
+    gradcheck's perturbed forwards) holds its W on the same tensor under the same key: the first
+    forward's backward must not take it (the held W carries its forward's token)."""
+    x, grid, bw, sw, sc = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(make(rng, 9, 4, 5, 5, 3))]
+    go = torch.randn(9, 5, generator=rng, dtype=torch.float64)
+    want = torch.autograd.grad(ref(x, grid, bw, sw, sc, 3), (x, bw, sw, sc), go)
+    with swisk.config.using(kan_route="gemm"):
+        y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        keep = sw.detach().clone()
+        sw.data.mul_(3.0)
+        swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)  # recorded: holds the perturbed W
+        sw.data.copy_(keep)
+        got = torch.autograd.grad(y, (x, bw, sw, sc), go)
+    for g, w in zip(got, want):
+        assert rel_err(g, w) <= 1e-12
+
+
 def test_a_first_layer_holds_no_packed_weights(rng, monkeypatch):
     """x needs no gradient (a network's first layer): the backward has no dA = gy·W, so forward holds
     no W for it (its memory would stay allocated until the backward) and nothing packs twice."""

@@ -460,6 +460,20 @@ def test_forward_mode_without_base_at_infinite_x(rng, route):
     assert rel_err(y, reference.kan_linear(x, grid, None, sw, sc, 3)) <= REL[torch.float64]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_tensor_core_forward_without_base_at_infinite_x(rng, dtype):
+    """The GPUs' tensor-core forward (bf16, and fp32 as tf32) without base_weight stages no silu column:
+    at x = ±inf the row stays finite, as the formulation's (its zero weight would make 0·silu(inf) NaN)."""
+    x, grid, _, sw, sc = make(rng, 5, 3, 4, 5, 3, dtype=torch.float32)
+    x[1, 0], x[3, 2] = float("inf"), -float("inf")
+    want = reference.kan_linear(x.double(), grid.double(), None, sw.double(), sc.double(), 3)
+    with testing.backend("cuda-emu"), swisk.config.using(kan_route="fused"), \
+            testing.torch_flag(torch.backends.cuda.matmul, "allow_tf32", True):
+        y = swisk.ops.kan_linear(*(t.to(dtype) for t in (x, grid)), None, sw.to(dtype), sc.to(dtype), 3)
+    assert y.isfinite().all()
+    assert rel_err(y.double(), want) <= (3e-3 if dtype == torch.float32 else REL[dtype])
+
+
 @pytest.mark.parametrize("fin,fout,lead", [(0, 3, (4,)), (3, 0, (4,)), (3, 2, (0,)), (0, 0, (2, 0))])
 def test_forward_mode_of_empty_sizes(rng, route, fin, fout, lead):
     """jvp (from the formulation) of calls without features, outputs or rows: y's shape, tangent 0 where

@@ -425,9 +425,10 @@ def test_backward_reuses_the_forwards_single_tile(monkeypatch, rng, kind):
         swisk.ops.sketch(x, kind, 6, 8, nnz=3)
     assert getattr(x, "_swisk_sketch", None) is None  # nothing held without a backward to come
     y = swisk.ops.sketch(x, kind, 6, 8, nnz=3)
-    key = list(x._swisk_sketch[0])
+    token, key, _ = x._swisk_sketch  # (the forward's token, key, S)
+    key = list(key)
     key[3] = 9  # (kind, k, n, seed, ...): an S of seed 9 held instead
-    x._swisk_sketch = (tuple(key), torch.zeros(6, 300, dtype=torch.float64))
+    x._swisk_sketch = (token, tuple(key), torch.zeros(6, 300, dtype=torch.float64))
     y.backward(gy)
     torch.testing.assert_close(x.grad, gy @ S, rtol=1e-12, atol=1e-12)
 

@@ -184,7 +184,8 @@ def _inputs(spec: OpSpec, args) -> list:
 def _fake(spec: OpSpec, prepared: _Prepared, args):
     tensors = _inputs(spec, args)  # as the kernel sees them
     x = tensors[0]
-    if all(isinstance(s, int) for t in tensors if t is not None for s in t.shape):
+    # prepare's cache key holds shapes and strides: symbolic ones (a recompile for new strides) take fake_shapes
+    if all(isinstance(s, int) for t in tensors if t is not None for s in (*t.shape, *t.stride())):
         shapes = prepared.get(tensors, _scalars(spec, args), _backend.backend_for(x)).call.outputs
     else:
         shapes = spec.fake_shapes(*args)
@@ -199,35 +200,51 @@ _STATE = threading.local()
 def recording() -> bool:
     """True while an op's forward runs for autograd (its backward will follow): a composite route may
     then hold what its backward reuses."""
-    return getattr(_STATE, "recording", False)
+    return getattr(_STATE, "recording", None) is not None
 
 
 def hold(owner, attr: str, key, value) -> None:
-    """Leaves value on tensor owner (attribute attr) for the backward of the same call, under key;
-    tensors that take no attributes hold nothing (the backward then recomputes)."""
+    """Leaves value on tensor owner (attribute attr) for the backward of this very call (the recorded
+    forward's token), under key; tensors that take no attributes hold nothing (the backward then
+    recomputes)."""
     try:
-        setattr(owner, attr, (key, value))
+        setattr(owner, attr, (getattr(_STATE, "recording", None), key, value))
     except (AttributeError, RuntimeError):
         pass
 
 
 def take(owner, attr: str, key):
-    """The value held on owner under key, taken off it either way; None if absent or of another key."""
+    """The value held on owner under key by the forward whose backward runs now, taken off it either
+    way; None if absent, of another key or of another forward (one recorded after it on the same
+    tensor, e.g. gradcheck's perturbed forwards, whose .data changes leave the versions as they were)."""
     held = getattr(owner, attr, None)
     if held is None:
         return None
     setattr(owner, attr, None)
-    return held[1] if held[0] == key else None
+    token = getattr(_STATE, "backward", None)
+    return held[2] if token is not None and held[0] is token and held[1] == key else None
 
 
 def _recorded(run, *args):
-    """run(*args) with recording() true (an op's forward for autograd)."""
-    before = getattr(_STATE, "recording", False)
-    _STATE.recording = True
+    """run(*args) with recording() true (an op's forward for autograd), under a token of its own, left in
+    _STATE.last for the Function's context (its backward presents it to take)."""
+    before = getattr(_STATE, "recording", None)
+    token = _STATE.recording = object()
     try:
         return run(*args)
     finally:
         _STATE.recording = before
+        _STATE.last = token
+
+
+def _backward_of_call(token, run, *args):
+    """run(*args) (a backward) with the token of the forward it differentiates."""
+    before = getattr(_STATE, "backward", None)
+    _STATE.backward = token
+    try:
+        return run(*args)
+    finally:
+        _STATE.backward = before
 
 
 def _autograd(spec: OpSpec, op):
@@ -250,12 +267,13 @@ def _autograd(spec: OpSpec, op):
             else:
                 out = _recorded(op.redispatch, keyset & _AFTER_AUTOGRAD, *args)
             ctx.save_for_backward(*args[:n_in])
-            ctx.scalars = args[n_in:]
+            ctx.scalars, ctx.token = args[n_in:], _STATE.last
             return out
 
         @staticmethod
         def backward(ctx, *grads):
-            grads_in = backward_of(ctx.needs_input_grad[1:1 + n_in], ctx.saved_tensors, ctx.scalars, grads)
+            grads_in = _backward_of_call(ctx.token, backward_of, ctx.needs_input_grad[1:1 + n_in], ctx.saved_tensors,
+                                         ctx.scalars, grads)
             return (None, *grads_in, *(None for _ in ctx.scalars))
 
     Fn.__name__ = f"{spec.name}_fn"
@@ -280,10 +298,12 @@ def _autograd(spec: OpSpec, op):
             ctx.primals = inputs[1:1 + n_in]
             ctx.scalars = _unpacked(inputs[1 + n_in:])
             ctx.n_rest = len(inputs) - 1 - n_in
+            ctx.token = getattr(_STATE, "last", None)  # forward ran just before, in this thread
 
         @staticmethod
         def backward(ctx, *grads):
-            grads_in = backward_of(ctx.needs_input_grad[1:1 + n_in], ctx.saved_tensors, ctx.scalars, grads)
+            grads_in = _backward_of_call(ctx.token, backward_of, ctx.needs_input_grad[1:1 + n_in], ctx.saved_tensors,
+                                         ctx.scalars, grads)
             return (None, *grads_in, *(None for _ in range(ctx.n_rest)))
 
         @staticmethod

@@ -47,7 +47,7 @@ def _spare(bw, sw, sc):
     if sw.device.type != "cpu" or not any(t is not None and t.requires_grad for t in (bw, sw, sc)):
         return None
     held = getattr(sw, "_swisk_packed", None)
-    if held is not None and held[1] is getattr(sw, "_swisk_spare", None):
+    if held is not None and held[-1] is getattr(sw, "_swisk_spare", None):
         return None
     width = (0 if bw is None else sw.shape[1]) + sw.shape[1] * sw.shape[2]
     w = getattr(sw, "_swisk_spare", None)

@@ -93,7 +93,8 @@ SWISK_FN void kan_mma_scatter(SWISK_TG T* row, sk_u32 stride, sk_u64 c0, sk_i32 
   BsplineLocal<float> bl = bspline_local<float>(xv, g, sk_i32(p.n_knots), k, false);
   for (sk_i32 q = 0; q < nq && bl.span == -2; ++q)
     if (base + q >= 0 && base + q < width) row[sk_u32(base + q) * stride] = T(bl.v[0]);
-  if (base >= 0 && base < width) row[sk_u32(base) * stride] = T(kan_silu(xv));
+  // silu only with a base branch: its zero weight column would make 0·silu(±inf) = NaN
+  if (p.has_base && base >= 0 && base < width) row[sk_u32(base) * stride] = T(kan_silu(xv));
   for (sk_i32 rr = 0; rr <= M; ++rr) {
     const sk_i32 j = bl.span - M + rr, col = base + 1 + j;
     if (rr >= M - k && bl.span >= 0 && j >= 0 && j < sk_i32(p.n_basis) && col >= 0 && col < width)
