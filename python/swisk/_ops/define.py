@@ -103,7 +103,13 @@ class _Prepared:
         if entry is None:
             names = self.spec.input_names()
             views = [None if t is None else _backend.view(self.spec.name, n, t, False) for n, t in zip(names, tensors)]
-            entry = _Entry(self.spec.prepare(*views, *scalars, *extra, backend))
+            try:
+                entry = _Entry(self.spec.prepare(*views, *scalars, *extra, backend))
+            except TypeError:  # nanobind's own: an int past the C++ parameter's 32 bits
+                for (name, typ), v in zip(self.spec.scalars, scalars):
+                    if typ in (int, list) and any(not -(1 << 31) <= e < 1 << 31 for e in (v if typ is list else (v,))):
+                        raise ValueError(f"[{self.spec.name}] {name}: out of range, got {v}") from None
+                raise
             if len(self.cache) >= _CACHE_LIMIT:
                 self.cache.clear()
             self.cache[key] = entry
