@@ -90,6 +90,7 @@ def test_fwht_bad_inputs(backend):
     bad(ValueError, r"\[fwht\] x: must be \(\.\.\., n\)", swisk.ops.fwht, torch.tensor(1.0))
     bad(TypeError, r"\[fwht\] scale: expected a float or None, got str", swisk.ops.fwht, torch.randn(4), "a")
     bad(ValueError, r"\[fwht\] scale: must be finite", swisk.ops.fwht, torch.randn(4), math.inf)
+    bad(ValueError, r"\[fwht\] scale: must be finite", swisk.ops.fwht, torch.randn(4), -(10**400))  # no float
     for dtype in (torch.float32, torch.bfloat16):  # finite, but not in the kernels' float32
         bad(ValueError, r"\[fwht\] scale: must be within float32's range", swisk.ops.fwht, torch.ones(4, dtype=dtype),
             1e300)

@@ -97,6 +97,23 @@ def test_compile(rng):
     assert rel_err(f(x, *params), swisk.ops.sketched_linear(x, *params)) <= 1e-6
 
 
+@pytest.mark.parametrize("fin, r", [(0, 3), (6, 0)])
+def test_empty_features_and_rank(rng, form, fin, r):
+    """in = 0 or r = 0: the bias (zero products), and gradients of the right shapes (the reshapes
+    inferred a -1 from 0 elements and raised); the SRHT layer asks for r >= 1 by name."""
+    params = make(rng, 2, fin, 4, r)
+    x = torch.randn(5, fin, generator=rng, dtype=F64)
+    args = [a.requires_grad_() for a in (x, *params)]
+    y = swisk.ops.sketched_linear(*args)
+    want = reference.sketched_linear(*args)
+    assert y.shape == (5, 4) and torch.allclose(y, want) and torch.equal(y, params[-1].expand(5, 4))
+    grads = torch.autograd.grad(y.sum(), args)
+    assert [g.shape for g in grads] == [a.shape for a in args]
+    if r == 0:
+        with pytest.raises(ValueError, match=r"\[srht_sketched_linear\] S1s: low rank"):
+            swisk.ops.srht_sketched_linear(x, params[0], params[1], 1, params[4])
+
+
 def test_bad_inputs(rng):
     s1, s2, u1, u2, b = make(rng, 2, 6, 4, 3)
     x = torch.randn(2, 6, dtype=F64)
@@ -403,7 +420,16 @@ def test_sketched_conv2d_derivatives_and_errors(rng, terms, r, out):
         (lambda: op(x, s1, u1, b[:3]), ValueError, r"\[sketched_conv2d\] bias"),
         (lambda: op(x.float(), s1, u1, b), TypeError, r"\[sketched_conv2d\] S1s"),
         (lambda: op(x, "S1s", u1, b), TypeError, r"\[sketched_conv2d\] S1s"),
+        (lambda: op(x, s1[:0], u1[:, :0], b), ValueError, r"\[sketched_conv2d\] S1s"),
+        (lambda: op(x, s1, u1, b, 0, 1), ValueError, r"\[sketched_conv2d\] stride"),
+        (lambda: op(x, s1, u1, b, (1, 1, 1), 1), TypeError, r"\[sketched_conv2d\] stride"),
+        (lambda: op(x, s1, u1, b, 1, -1), ValueError, r"\[sketched_conv2d\] padding"),
+        (lambda: op(x, s1, u1, b, 1, "full"), ValueError, r"\[sketched_conv2d\] padding"),
+        (lambda: op(x, s1, u1, b, 2, "same"), ValueError, r"\[sketched_conv2d\] padding"),
+        (lambda: op(x[..., :2, :2], s1, u1, b, 1, 0), ValueError, r"\[sketched_conv2d\] x"),
     ]
     for call, exc, msg in cases:
         with pytest.raises(exc, match=msg):
             call()
+    # no outputs: an empty result on both forms
+    assert op(x, s1, u1[..., :0], b[:0], 2, 1).shape == (2, 0, 3, 2)

@@ -136,6 +136,30 @@ def test_shannon_derivative_near_zero():
         assert gr.item() == pytest.approx(want, rel=1e-13, abs=1e-18), t
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_shannon_far_second_derivatives(rng, dtype):
+    """Far out (|t| >= 1e5 in fp32) the unused series overflowed and turned the double backward (the
+    formulation's) NaN; shannon'' there is finite and small, ~ -sin(t)/t, through the op and through the oracle."""
+    far = [1e5, -1e7, 1e18, 1e30] if dtype == torch.float32 else [1e5, -1e30, 1e100, 1e300]
+    u = (torch.rand(1, 4, generator=rng, dtype=torch.float64) * 9 + 1) * torch.tensor(far, dtype=torch.float64)
+    x = u.to(dtype).requires_grad_()
+    s, t, w = (torch.full((1, 4), v, dtype=dtype, requires_grad=True) for v in (1.0, 0.0, 1.0))
+    for f in (swisk.ops.wavelet_kan, reference.wavelet_kan):
+        (gx,) = torch.autograd.grad(f(x, s, t, w, "shannon").sum(), x, create_graph=True)
+        second = torch.autograd.grad(gx.sum(), (x, s, w))
+        assert all(torch.isfinite(g).all() for g in (gx, *second)), (f, gx, second)
+        assert (second[0].double().abs() <= 2 / u.abs()).all(), (f, second[0])  # |psi''| <= (1 + 4/|t|) / |t|
+
+
+def test_meyer_nan_gradient():
+    """A NaN input gives NaN gradients from the op and from the oracle (whose clamp made them 0)."""
+    x = torch.tensor([[float("nan"), 0.7]], dtype=torch.float64, requires_grad=True)
+    s, t, w = (torch.full((1, 2), v, dtype=torch.float64, requires_grad=True) for v in (1.0, 0.0, 1.0))
+    for f in (swisk.ops.wavelet_kan, reference.wavelet_kan):
+        (gx,) = torch.autograd.grad(f(x, s, t, w, "meyer").sum(), x)
+        assert gx[0, 0].isnan() and gx[0, 1].isfinite(), (f, gx)
+
+
 def test_deterministic_backward(rng):
     """Bitwise repeatable, with the CPU's dx partial sums over chunks of out (few feature blocks)."""
     args = [a.float().requires_grad_() for a in inputs(rng, "morlet", (64,), 40, 96)]
@@ -159,6 +183,19 @@ def test_shapes_and_non_contiguous(backend, rng):
     assert empty.shape == (0, 4)
     zero_in = swisk.ops.wavelet_kan(torch.randn(3, 0), s[:, :0], t[:, :0], w[:, :0], "dog")
     assert torch.equal(zero_in, torch.zeros(3, 4))
+
+
+@pytest.mark.parametrize("shape", [((0, 3), 2), ((4, 3), 0), ((4, 0), 2), ((2, 0, 3), 2)])
+def test_empty_second_derivatives(backend, rng, shape):
+    """Double backward of empty sizes (no rows, out = 0, in = 0): zero gradients of the right shapes
+    (the formulation's row sum inferred a -1 from 0 elements and raised)."""
+    xs, n_out = shape
+    x = torch.randn(*xs, generator=rng, requires_grad=True)
+    s, t, w = (torch.randn(n_out, xs[-1], generator=rng).add_(3).requires_grad_() for _ in range(3))
+    (gx,) = torch.autograd.grad(swisk.ops.wavelet_kan(x, s, t, w, "morlet").sum(), x, create_graph=True)
+    second = torch.autograd.grad(gx.sum(), (x, s, t, w), allow_unused=True, materialize_grads=True)
+    for g, a in zip(second, (x, s, t, w)):
+        assert g.shape == a.shape and not g.any()
 
 
 def test_tiles_with_tails(backend, rng):

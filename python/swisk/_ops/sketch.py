@@ -261,7 +261,11 @@ def fwht(x, scale=None):
         scale = 1.0
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise TypeError(f"[fwht] scale: expected a float or None, got {type(scale).__name__}")
-    return _fwht(x, float(scale))
+    try:
+        scale = float(scale)
+    except OverflowError:  # an int past float's range
+        raise ValueError(f"[fwht] scale: must be finite, got an int of {scale.bit_length()} bits") from None
+    return _fwht(x, scale)
 
 
 def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, device="cpu", nnz: int = 8):

@@ -78,14 +78,15 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
         x, S1s, S2s, U1s, U2s = (t.to(dt) for t in (x, S1s, S2s, U1s, U2s))
         bias = None if bias is None else bias.to(dt)
     t, fin, r = S1s.shape
-    x2 = x.reshape(-1, fin)
+    fout = S2s.shape[2]
+    x2 = x.reshape(math.prod(x.shape[:-1]), fin)  # sizes spelled out: in = 0 or r = 0 leaves no -1 to infer
     c = 0.5 / t
     if _dense_is_cheaper(x2.shape[0], fin, S2s.shape[2], t * r, torch.is_grad_enabled() and any(
             v.requires_grad for v in (x, S1s, S2s, U1s, U2s))):
         # The layer's matrix W = c·([S1 | U2]·[U1 ; S2]) (in, out), then one GEMM: fewer products when the
         # batch is large against in·out / (T·r) (_dense_is_cheaper); autograd takes the gradients through W
-        w = torch.mm(S1s.transpose(0, 1).reshape(fin, t * r), U1s.reshape(t * r, -1))
-        w = torch.addmm(w, U2s.transpose(0, 1).reshape(fin, t * r), S2s.reshape(t * r, -1)).mul(c)
+        w = torch.mm(S1s.transpose(0, 1).reshape(fin, t * r), U1s.reshape(t * r, fout))
+        w = torch.addmm(w, U2s.transpose(0, 1).reshape(fin, t * r), S2s.reshape(t * r, fout)).mul(c)
         y = torch.mm(x2, w) if bias is None else torch.addmm(bias, x2, w)
         return y.reshape(*x.shape[:-1], y.shape[-1])
     # One GEMM per factor, so autograd differentiates only the learned ones: backward is dZ1 = gy·U1ᵀ,
@@ -93,9 +94,9 @@ def sketched_linear(x, S1s, S2s, U1s, U2s, bias=None):
     # also compute the U halves' gradients: a third more backward FLOPs). (T, r, out) is (T·r, out) as is.
     z1 = torch.mm(x2, S1s.transpose(0, 1).reshape(fin, t * r))                  # (batch, T·r)
     z2 = torch.mm(x2, U2s.transpose(0, 1).reshape(fin, t * r))
-    u1 = U1s.reshape(t * r, -1)
+    u1 = U1s.reshape(t * r, fout)
     y = torch.mm(z1, u1) * c if bias is None else torch.addmm(bias, z1, u1, alpha=c)
-    y = torch.addmm(y, z2, S2s.reshape(t * r, -1), alpha=c)
+    y = torch.addmm(y, z2, S2s.reshape(t * r, fout), alpha=c)
     return y.reshape(*x.shape[:-1], y.shape[-1])
 
 
@@ -135,9 +136,12 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
         raise ValueError(f"[{op}] x: must be (N, C={S1s.shape[1]}, H, W), got {tuple(x.shape)}")
     if bias is not None and tuple(bias.shape) != (U1s.shape[2],):
         raise ValueError(f"[{op}] bias: must be ({U1s.shape[2]},), got {tuple(bias.shape)}")
+    if S1s.shape[0] == 0:
+        raise ValueError(f"[{op}] S1s: needs at least one sketch channel (L·r >= 1), got U1s {tuple(U1s.shape)}")
+    _check_geometry(op, x, S1s, stride, padding)
     lr, out = S1s.shape[0], U1s.shape[2]
     u = (U1s.reshape(lr, out).T / U1s.shape[0]).to(x.dtype)                       # (out, L·r)
-    if _effective_kernel_is_cheaper(x, S1s, out, stride, padding):
+    if out > 0 and _effective_kernel_is_cheaper(x, S1s, out, stride, padding):  # conv2d takes no empty kernel
         # The layer is the convolution with kernel u·S1s (out, C, kh, kw): its multiply-adds against the
         # L·r-channel convolution and the per-pixel combination (routes below)
         kernel = torch.matmul(u, S1s.reshape(lr, -1)).view(out, *S1s.shape[1:])
@@ -150,6 +154,32 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     if bias is not None:
         y = y + bias.to(y.dtype)[:, None]
     return y.view(b, out, h, w)
+
+
+def _check_geometry(op, x, S1s, stride, padding) -> None:
+    """stride (int or pair, >= 1) and padding (int or pair, >= 0, 'valid', or 'same' at stride 1) as conv2d
+    takes them, and an output of at least one pixel per side, checked in op's name."""
+    def pair(name, v, least):
+        v = (v, v) if isinstance(v, int) and not isinstance(v, bool) else v
+        if (not isinstance(v, (tuple, list)) or len(v) != 2
+                or not all(isinstance(e, int) and not isinstance(e, bool) for e in v)):
+            raise TypeError(f"[{op}] {name}: expected an int or a pair of ints, got {v!r}")
+        if min(v) < least:
+            raise ValueError(f"[{op}] {name}: must be >= {least}, got {tuple(v)}")
+        return tuple(v)
+    sh, sw = pair("stride", stride, 1)
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise ValueError(f"[{op}] padding: expected 'same', 'valid', an int or a pair, got {padding!r}")
+        if padding == "same" and (sh, sw) != (1, 1):
+            raise ValueError(f"[{op}] padding: 'same' needs stride 1 (as torch's conv2d), got {(sh, sw)}")
+        ph, pw = (0, 0)
+    else:
+        ph, pw = pair("padding", padding, 0)
+    kh, kw = S1s.shape[2:]
+    if padding != "same" and (x.shape[2] + 2 * ph < kh or x.shape[3] + 2 * pw < kw):
+        raise ValueError(f"[{op}] x: its padded size ({x.shape[2] + 2 * ph}, {x.shape[3] + 2 * pw}) is smaller "
+                         f"than the kernel ({kh}, {kw})")
 
 
 def _pixels(x, S1s, stride, padding) -> int:
@@ -194,6 +224,9 @@ def _srht_apply(v, t, r, n, seed, stream, transpose):
 def _check_srht(op, S1s, S2s, seed):
     t, fin, r = S1s.shape
     fout = S2s.shape[2]
+    if r == 0:
+        raise ValueError(f"[{op}] S1s: low rank r must be >= 1 (each SRHT block keeps r rows per term), got "
+                         f"shape {tuple(S1s.shape)}")
     if r > min(fin, fout):
         raise ValueError(f"[{op}] S1s: low rank r = {r} must not exceed min(in, out) = {min(fin, fout)} (each SRHT "
                          f"block keeps at most n of its rows)")
@@ -228,7 +261,7 @@ def srht_sketched_linear(x, S1s, S2s, seed, bias=None):
         bias = None if bias is None else bias.to(dt)
     t, fin, r = S1s.shape
     fout = S2s.shape[2]
-    x2 = x.reshape(-1, fin)
+    x2 = x.reshape(math.prod(x.shape[:-1]), fin)
     c = 0.5 / t
     z1 = torch.mm(x2, S1s.transpose(0, 1).reshape(fin, t * r))                  # (batch, T·r)
     z2, a2 = _srht_apply(x2, t, r, fin, seed, 1, False)                           # x·U2 through the FWHT

@@ -1,6 +1,8 @@
 """The wavelet KAN family: one description per op (C++ validates, Python allocates, C++ launches)."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .. import _C, reference
@@ -46,7 +48,8 @@ def _backward_ref(x, scale, translation, weight, grad_out, wavelet):
     psi, dpsi = torch.func.jvp(lambda v: reference.wavelet(v, wavelet), (u,), (torch.ones_like(u),))
     g = grad_out.unsqueeze(-1)
     a = g * weight * dpsi / scale
-    rows = lambda v: v.reshape(-1, *weight.shape).sum(0)  # noqa: E731  (sum over the leading dims)
+    lead = math.prod(u.shape[:-2])  # the rows, counted: a -1 cannot be inferred for an empty (out, in)
+    rows = lambda v: v.reshape(lead, *weight.shape).sum(0)  # noqa: E731  (sum over the leading dims)
     return a.sum(-2), rows(-(a * u)), rows(-a), rows(g * psi)
 
 

@@ -26,7 +26,9 @@ def _meyer_nu(u):
 
 
 def _meyer(t):
-    v = t.abs().clamp(max=1.0)  # 0 from 1 on; sin(pi v) of a huge v would be NaN
+    # 0 from 1 on (sin(pi v) of a huge v would be NaN); a where, not clamp, so a NaN keeps its NaN gradient
+    a = t.abs()
+    v = torch.where(a > 1.0, torch.ones_like(a), a)
     aux = torch.where(
         v <= 0.5,
         torch.ones_like(v),
@@ -37,11 +39,12 @@ def _meyer(t):
 
 def _shannon(t):
     # sin(t) / t; near 0 its series, whose autograd derivative is exact there (torch.sinc's backward
-    # cancels to 0 at tiny t, where the derivative is -t/3)
-    t2 = t * t
+    # cancels to 0 at tiny t, where the derivative is -t/3). The series reads t only where it is taken:
+    # far out its powers overflow, and the unselected inf would turn the gradient NaN
+    near = t.abs() < 0.5
+    t2 = torch.where(near, t, torch.zeros_like(t)) ** 2
     series = 1 + t2 * (-1 / 6 + t2 * (1 / 120 + t2 * (-1 / 5040 + t2 * (1 / 362880 + t2 * (-1 / 39916800
                                                                                           + t2 / 6227020800)))))
-    near = t.abs() < 0.5
     return torch.where(near, series, torch.sinc(torch.where(near, torch.ones_like(t), t) / math.pi))
 
 
