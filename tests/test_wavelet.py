@@ -160,6 +160,23 @@ def test_meyer_nan_gradient():
         assert gx[0, 0].isnan() and gx[0, 1].isfinite(), (f, gx)
 
 
+def test_meyer_at_infinity(backend):
+    """meyer(±inf) is 0 (its envelope is 0 from |t| = 1 on), as the formulation's: the kernels took
+    sin(pi·inf) = NaN times that 0. Value and gradients (NaN where the formulation's are: the scale's and
+    translation's 0·inf) as the formulation's."""
+    for dtype in [torch.float32] + ([torch.float64] if backend == "cpu" else []):
+        x = torch.tensor([[float("inf"), -float("inf"), 0.7]], dtype=dtype, requires_grad=True)
+        s, t, w = (torch.full((1, 3), v, dtype=dtype, requires_grad=True) for v in (1.3, 0.2, 0.9))
+        y = swisk.ops.wavelet_kan(x, s, t, w, "meyer")
+        ref = reference.wavelet_kan(x, s, t, w, "meyer")
+        assert y.isfinite().all() and rel_err(y, ref) <= REL[dtype]
+        grads = torch.autograd.grad(y.sum(), (x, s, t, w))
+        want = torch.autograd.grad(ref.sum(), (x, s, t, w))
+        for g, r in zip(grads, want):
+            assert torch.equal(g.isnan(), r.isnan()), (dtype, g, r)
+            assert rel_err(g.nan_to_num(), r.nan_to_num()) <= REL[dtype], (dtype, g, r)
+
+
 def test_deterministic_backward(rng):
     """Bitwise repeatable, with the CPU's dx partial sums over chunks of out (few feature blocks)."""
     args = [a.float().requires_grad_() for a in inputs(rng, "morlet", (64,), 40, 96)]

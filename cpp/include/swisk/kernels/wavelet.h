@@ -77,7 +77,7 @@ SK_WAV_FN WavVal<A> wavelet_eval(A t) {
     if (D) r.d = (t * g) * t - g;  // g first: far out t^2 overflows where g is 0
   } else if (K == SK_WAV_meyer) {
     // sin(pi v) aux(v), v = |t|; aux = cos(pi/2 nu(2v - 1)) on (1/2, 1), 1 below, 0 above
-    const A v = sk_abs(t);
+    const A v = sk_abs(t) >= A(1) ? A(1) : sk_abs(t);  // aux is 0 from 1 on; sin(pi v) at v = inf is NaN
     const A u = A(2) * v - A(1);
     const A u2 = u * u;
     const A nu = u2 * u2 * (A(35) + u * (A(-84) + u * (A(70) - A(20) * u)));
