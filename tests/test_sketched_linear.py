@@ -205,7 +205,7 @@ def test_seeded_layer_regenerates_its_operators(rng):
     torch.manual_seed(0)
     a = SKLinear(24, 12, 2, 3, dtype=F64, seed=12345)
     sd = a.state_dict()
-    assert set(sd) == {"S1s", "S2s", "bias", "seed"} and int(sd["seed"]) == 12345
+    assert set(sd) == {"S1s", "S2s", "bias", "seed", "operator_kind"} and int(sd["seed"]) == 12345
     u1, u2 = a.operators()
     assert u1.shape == (2, 3, 12) and u2.shape == (2, 24, 3)
     torch.testing.assert_close(u1.abs(), torch.full_like(u1, 1 / math.sqrt(3)), rtol=1e-7, atol=0)  # fp32 1/√r
@@ -229,6 +229,16 @@ def test_seeded_layer_regenerates_its_operators(rng):
     for bad in (torch.tensor(-5), torch.tensor(2.5), torch.tensor([1, 2])):
         with pytest.raises(ValueError, match=r"\[SKLinear\] seed"):
             c.load_state_dict({**sd, "seed": bad})
+    # the operators' kind travels with the seed: an SRHT layer's state_dict does not load into this one (nor
+    # the other way round); a state_dict saved without the kind still loads
+    srht = SKLinear(24, 12, 2, 3, dtype=F64, seed=12345, operator="srht")
+    with pytest.raises(ValueError, match=r"\[SKLinear\] operator: the state_dict's layer has 'srht' operators, "
+                                         r"this one 'rademacher'"):
+        c.load_state_dict(srht.state_dict())
+    with pytest.raises(ValueError, match=r"\[SKLinear\] operator: .* 'rademacher' operators, this one 'srht'"):
+        srht.load_state_dict(sd)
+    c.load_state_dict({k: v for k, v in sd.items() if k != "operator_kind"})
+    assert torch.equal(c(x), a(x))
     # ensembling (vmap over functional_call): stacked seeds are refused by name, a shared one works
     params, buffers = torch.func.stack_module_state([a, b])
     call = lambda dims: torch.func.vmap(  # noqa: E731

@@ -157,7 +157,7 @@ def test_layer(rng):
     initialisation S1 = W·U1ᵀ, S2 = U2ᵀ·W with the materialised operators, load_state_dict restores it."""
     torch.manual_seed(0)
     a = SKLinear(40, 24, 3, 5, dtype=F64, seed=321, operator="srht")
-    assert set(a.state_dict()) == {"S1s", "S2s", "bias", "seed"} and "operator='srht'" in repr(a)
+    assert set(a.state_dict()) == {"S1s", "S2s", "bias", "seed", "operator_kind"} and "operator='srht'" in repr(a)
     u1, u2 = a.operators()
     assert rel_err(u1, swisk.ops.srht_sketched_operators(3, 5, 40, 24, 321, F64)[0]) == 0
     x = torch.randn(7, 40, generator=rng, dtype=F64)

@@ -3,7 +3,8 @@ the same constructor, parameters (S1s, S2s, bias), buffers (U1s, U2s), initialis
 so a Panther state_dict loads and gives the same output; any sizes (no multiple-of-16 rule). With
 ``seed=``, U1s and U2s are Rademacher operators regenerated from the seed on every forward
 (swisk.ops.sketch_matrix: the same on every device and thread count) instead of stored: the state_dict
-holds the seed, and the layer's memory is its learned factors. ``operator="srht"`` makes them seeded
+holds the seed and the operators' kind (``operator_kind``: a state_dict of the other kind raises), and the
+layer's memory is its learned factors. ``operator="srht"`` makes them seeded
 randomized Hadamard transforms (swisk.ops.srht_sketched_linear): entries ±1/√r as Panther's, applied in
 O(n log n) per row, so two of the forward's four GEMMs (and two of the backward's six) are FWHTs."""
 from __future__ import annotations
@@ -21,6 +22,9 @@ from ..reference.sketched import term_seed
 from ._checks import FLOAT_DTYPES, LAYER_RAISES_DOC, int_arg
 
 _MASK63 = (1 << 63) - 1
+
+
+_KINDS = ("rademacher", "srht")  # SKLinear's operator kinds, by their operator_kind code
 
 
 def _signs(rows: int, cols: int, dtype, device) -> torch.Tensor:
@@ -74,7 +78,8 @@ class SKLinear(_Seeded):
     __doc__ = """y = 1/(2T)·Σ_i (x·S1_i·U1_i + x·U2_i·S2_i) + bias with T = num_terms, rank r = low_rank.
 
     Parameters ``S1s`` (T, in, r), ``S2s`` (T, r, out), ``bias`` (out); buffers ``U1s`` (T, r, out) and
-    ``U2s`` (T, in, r) — or, with ``seed``, the buffer ``seed`` and U1s/U2s regenerated per forward.
+    ``U2s`` (T, in, r) — or, with ``seed``, the buffers ``seed`` and ``operator_kind`` (0 Rademacher, 1 SRHT;
+    loading a state_dict of the other kind raises ValueError) and U1s/U2s regenerated per forward.
 
     Args:
         in_features, out_features: the widths.
@@ -124,6 +129,9 @@ class SKLinear(_Seeded):
             self.register_buffer("U2s", torch.stack([_signs(r, fin, **kw).T for _ in range(t)]).contiguous())
         else:
             self._set_seed(seed, device)
+            # the operators' kind beside the seed: a state_dict of the other kind must not load silently
+            self.register_buffer("operator_kind", torch.tensor(_KINDS.index(operator), dtype=torch.int64,
+                                                               device=device))
         if operator == "rademacher":
             u1, u2 = self.operators(dtype=dtype, device=device)
         if W_init is None:
@@ -149,6 +157,21 @@ class SKLinear(_Seeded):
             init.uniform_(self.bias, -bound, bound)
         else:
             self.register_parameter("bias", None)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        v = state_dict.get(prefix + "operator_kind")
+        mine = "operator_kind" in self._buffers
+        if mine and isinstance(v, torch.Tensor) and v.device.type != "meta":
+            got = int(v) if v.numel() == 1 and not v.dtype.is_floating_point else -1
+            if got != _KINDS.index(self.operator):
+                theirs = repr(_KINDS[got]) if 0 <= got < len(_KINDS) else f"an unknown kind ({v})"
+                raise ValueError(f"[SKLinear] operator: the state_dict's layer has {theirs} operators, this one "
+                                 f"{self.operator!r}")
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+        if mine and v is None and prefix + "operator_kind" in missing_keys:  # a state_dict saved before the kind
+            missing_keys.remove(prefix + "operator_kind")
 
     def operators(self, dtype=None, device=None):
         """(U1s, U2s): the stored buffers, or the Rademacher or SRHT operators of the seed."""
