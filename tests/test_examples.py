@@ -64,10 +64,13 @@ def test_ddp_gradients_equal_single_process(tmp_path):
     out = tmp_path / "ddp.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     log = tmp_path / "torchrun.log"
-    with open(log, "w") as f:
-        r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                            str(EXAMPLES / "ddp_kan.py"), "--epochs", "2", "--json", str(out)],
-                           stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, timeout=600, env=env)
+    for _ in range(2):  # torch 2.13's gloo now and then aborts a process at exit, after the work and the
+        with open(log, "w") as f:  # final barrier ("terminate called without an active exception"): once more
+            r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                                str(EXAMPLES / "ddp_kan.py"), "--epochs", "2", "--json", str(out)],
+                               stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, timeout=600, env=env)
+        if r.returncode == 0 or "terminate called without an active exception" not in log.read_text():
+            break
     assert r.returncode == 0, log.read_text()[-3000:]
     res = json.loads(out.read_text())
     assert res["world"] == 2 and res["first_step_grad_gap"] < 1e-5, res
