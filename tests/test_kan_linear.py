@@ -467,12 +467,13 @@ def test_tensor_core_forward_without_base_at_infinite_x(rng, dtype):
     at x = ±inf the row stays finite, as the formulation's (its zero weight would make 0·silu(inf) NaN)."""
     x, grid, _, sw, sc = make(rng, 5, 3, 4, 5, 3, dtype=torch.float32)
     x[1, 0], x[3, 2] = float("inf"), -float("inf")
+    x, grid, sw, sc = (t.to(dtype) for t in (x, grid, sw, sc))  # the reference sees the rounded inputs
     want = reference.kan_linear(x.double(), grid.double(), None, sw.double(), sc.double(), 3)
     with testing.backend("cuda-emu"), swisk.config.using(kan_route="fused"), \
             testing.torch_flag(torch.backends.cuda.matmul, "allow_tf32", True):
-        y = swisk.ops.kan_linear(*(t.to(dtype) for t in (x, grid)), None, sw.to(dtype), sc.to(dtype), 3)
+        y = swisk.ops.kan_linear(x, grid, None, sw, sc, 3)
     assert y.isfinite().all()
-    assert rel_err(y.double(), want) <= (3e-3 if dtype == torch.float32 else REL[dtype])
+    assert rel_err(y.double(), want) <= (4e-3 if dtype == torch.float32 else REL[dtype])  # tf32: 2^-11 per product
 
 
 @pytest.mark.parametrize("fin,fout,lead", [(0, 3, (4,)), (3, 0, (4,)), (3, 2, (0,)), (0, 0, (2, 0))])
