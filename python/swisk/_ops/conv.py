@@ -2,6 +2,8 @@
 conv_gemm.py runs), and the public kan_conv1d / kan_conv2d / kan_conv3d."""
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from .. import _C, reference
@@ -85,14 +87,16 @@ _kan_conv = wrapper(KAN_CONV, kan_conv_op)
 
 
 def _tuple(op, name, v, d, lo):
-    if isinstance(v, int) and not isinstance(v, bool):
+    """An int or d ints (numpy's too), each >= lo, as a list of d Python ints; errors name op and argument."""
+    def whole(e):
+        return isinstance(e, numbers.Integral) and not isinstance(e, bool)
+    if whole(v):
         v = (v,) * d
-    if not isinstance(v, (tuple, list)) or len(v) != d or not all(isinstance(e, int) and not isinstance(e, bool)
-                                                                  for e in v):
+    if not isinstance(v, (tuple, list)) or len(v) != d or not all(whole(e) for e in v):
         raise TypeError(f"[{op}] {name}: expected an int or {d} ints, got {v!r}")
     if any(e < lo for e in v):
         raise ValueError(f"[{op}] {name}: every value must be >= {lo}, got {v!r}")
-    return list(v)
+    return [int(e) for e in v]
 
 
 def _padding(op, padding, d, stride, dilation, kernel):

@@ -11,6 +11,7 @@ import torch
 from .._backend import autocast_enabled
 from ..reference.sketched import srht_blocks, term_seed
 from .sketch import _check_args, srht_op, srht_transpose_op
+from .conv import _tuple
 from .define import invoke
 
 _OP = "sketched_linear"
@@ -138,10 +139,10 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
         raise ValueError(f"[{op}] bias: must be ({U1s.shape[2]},), got {tuple(bias.shape)}")
     if S1s.shape[0] == 0:
         raise ValueError(f"[{op}] S1s: needs at least one sketch channel (L·r >= 1), got U1s {tuple(U1s.shape)}")
-    _check_geometry(op, x, S1s, stride, padding)
+    pixels = _check_geometry(op, x, S1s, stride, padding)
     lr, out = S1s.shape[0], U1s.shape[2]
     u = (U1s.reshape(lr, out).T / U1s.shape[0]).to(x.dtype)                       # (out, L·r)
-    if out > 0 and _effective_kernel_is_cheaper(x, S1s, out, stride, padding):  # conv2d takes no empty kernel
+    if out > 0 and _effective_kernel_is_cheaper(S1s, out, pixels):  # conv2d takes no empty kernel
         # The layer is the convolution with kernel u·S1s (out, C, kh, kw): its multiply-adds against the
         # L·r-channel convolution and the per-pixel combination (routes below)
         kernel = torch.matmul(u, S1s.reshape(lr, -1)).view(out, *S1s.shape[1:])
@@ -156,18 +157,11 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     return y.view(b, out, h, w)
 
 
-def _check_geometry(op, x, S1s, stride, padding) -> None:
+def _check_geometry(op, x, S1s, stride, padding) -> int:
     """stride (int or pair, >= 1) and padding (int or pair, >= 0, 'valid', or 'same' at stride 1) as conv2d
-    takes them, and an output of at least one pixel per side, checked in op's name."""
-    def pair(name, v, least):
-        v = (v, v) if isinstance(v, int) and not isinstance(v, bool) else v
-        if (not isinstance(v, (tuple, list)) or len(v) != 2
-                or not all(isinstance(e, int) and not isinstance(e, bool) for e in v)):
-            raise TypeError(f"[{op}] {name}: expected an int or a pair of ints, got {v!r}")
-        if min(v) < least:
-            raise ValueError(f"[{op}] {name}: must be >= {least}, got {tuple(v)}")
-        return tuple(v)
-    sh, sw = pair("stride", stride, 1)
+    takes them, and an output of at least one pixel per side, checked in op's name; returns the output's
+    pixels N·H'·W' (dilation 1)."""
+    sh, sw = _tuple(op, "stride", stride, 2, 1)
     if isinstance(padding, str):
         if padding not in ("same", "valid"):
             raise ValueError(f"[{op}] padding: expected 'same', 'valid', an int or a pair, got {padding!r}")
@@ -175,29 +169,27 @@ def _check_geometry(op, x, S1s, stride, padding) -> None:
             raise ValueError(f"[{op}] padding: 'same' needs stride 1 (as torch's conv2d), got {(sh, sw)}")
         ph, pw = (0, 0)
     else:
-        ph, pw = pair("padding", padding, 0)
-    kh, kw = S1s.shape[2:]
-    if padding != "same" and (x.shape[2] + 2 * ph < kh or x.shape[3] + 2 * pw < kw):
-        raise ValueError(f"[{op}] x: its padded size ({x.shape[2] + 2 * ph}, {x.shape[3] + 2 * pw}) is smaller "
-                         f"than the kernel ({kh}, {kw})")
+        ph, pw = _tuple(op, "padding", padding, 2, 0)
+    (h, w), (kh, kw) = x.shape[2:], S1s.shape[2:]
+    if padding == "same":
+        return x.shape[0] * h * w
+    if h + 2 * ph < kh or w + 2 * pw < kw:
+        raise ValueError(f"[{op}] x: its padded size ({h + 2 * ph}, {w + 2 * pw}) is smaller than the kernel "
+                         f"({kh}, {kw})")
+    return x.shape[0] * ((h + 2 * ph - kh) // sh + 1) * ((w + 2 * pw - kw) // sw + 1)
 
 
 def _pixels(x, S1s, stride, padding) -> int:
     """Output pixels of conv2d(x, S1s, stride, padding) (dilation 1), N·H'·W'."""
-    two = lambda v: (v, v) if isinstance(v, int) else tuple(v)  # noqa: E731
-    kh, kw = S1s.shape[2:]
-    if padding == "same":
-        return x.shape[0] * x.shape[2] * x.shape[3]
-    (sh, sw), (ph, pw) = two(stride), (0, 0) if padding == "valid" else two(padding)
-    return x.shape[0] * max(0, (x.shape[2] + 2 * ph - kh) // sh + 1) * max(0, (x.shape[3] + 2 * pw - kw) // sw + 1)
+    return _check_geometry("sketched_conv2d", x, S1s, stride, padding)
 
 
-def _effective_kernel_is_cheaper(x, S1s, out, stride, padding) -> bool:
+def _effective_kernel_is_cheaper(S1s, out: int, p: int) -> bool:
     """Multiply-adds of the two forms of a sketched convolution (P pixels, L·r sketch channels, K = C·kh·kw):
     the kernel u·S1s (out·L·r·K) and the convolution into out channels (P·out·K), against the convolution
     into L·r channels (P·L·r·K) and the per-pixel combination (P·L·r·out). The backward's products scale
     alike. CPU, b32 64->64 32x32 3x3 T=6 r=8 (L·r = 96): see benchmarks/README.md."""
-    lr, k, p = S1s.shape[0], S1s[0].numel(), _pixels(x, S1s, stride, padding)
+    lr, k = S1s.shape[0], S1s[0].numel()
     return out * k * (lr + p) < lr * p * (k + out)
 
 

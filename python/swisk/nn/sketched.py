@@ -16,6 +16,7 @@ import torch
 from torch.nn import init
 
 from .. import ops
+from .._ops.conv import _tuple
 from .._ops.sketch import stacked_operators
 from .._ops.sketched import _srht_apply, sketched_conv2d, sketched_linear, srht_sketched_linear
 from ..reference.sketched import term_seed
@@ -209,11 +210,7 @@ def _float_dtype(name, dtype):
 
 
 def _pair(name, arg, v, minimum):
-    if isinstance(v, int) and not isinstance(v, bool):
-        v = (v, v)
-    if isinstance(v, (tuple, list)) and len(v) == 2:
-        return tuple(int_arg(name, arg, e, minimum) for e in v)
-    raise TypeError(f"[{name}] {arg}: expected an int or a pair, got {v!r}")
+    return tuple(_tuple(name, arg, v, 2, minimum))
 
 
 class SKConv2d(_Seeded):
