@@ -503,8 +503,16 @@ def test_bad_inputs(backend):
     bad(ValueError, r"\[sketch_matrix\] n: must be in \[1", sm, "gaussian", 4, 0, 1)
     bad(ValueError, r"\[sketch_matrix\] seed:", sm, "gaussian", 4, 5, 2**64)
     bad(TypeError, r"\[sketch_matrix\] dtype: expected a torch.dtype", sm, "gaussian", 4, 5, 1, dtype="float")
-    bad(TypeError, r"\[sketch_matrix\] dtype: expected a floating-point tensor", sm, "gaussian", 4, 5, 1,
-        dtype=torch.int32)
+    bad(TypeError, r"\[sketch_matrix\] dtype: expected a floating-point dtype .*, got torch.int32", sm, "gaussian",
+        4, 5, 1, dtype=torch.int32)
+    bad(TypeError, r"\[sketch_matrix\] device: expected a torch.device, str or int, got float", sm, "gaussian", 4, 5,
+        1, device=1.5)
+    bad(ValueError, r"\[sketch_matrix\] device: 'nowhere' is not a device this torch can use: ", sm, "gaussian", 4,
+        5, 1, device="nowhere")
+    for dev, present in (("cuda", torch.cuda.is_available()), ("mps", torch.backends.mps.is_available())):
+        if not present:  # torch's reason, in the op's error
+            bad(ValueError, rf"\[sketch_matrix\] device: '{dev}' is not a device this torch can use: ", sm,
+                "gaussian", 4, 5, 1, device=dev)
     if backend != "cpu":
         bad(TypeError, "float64 is not supported on the GPU", sm, "gaussian", 4, 5, 1, dtype=torch.float64)
         bad(TypeError, "float64 is not supported on the GPU", sk, x.double(), "gaussian", 4, 1)

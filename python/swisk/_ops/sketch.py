@@ -294,7 +294,16 @@ def sketch_matrix(kind: str, k: int, n: int, seed: int, dtype=torch.float32, dev
     _check_args("sketch_matrix", kind, k, seed, nnz, n)
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"[sketch_matrix] dtype: expected a torch.dtype, got {type(dtype).__name__}")
-    like = torch.empty(0, dtype=dtype, device=device)
+    if not dtype.is_floating_point:
+        raise TypeError(f"[sketch_matrix] dtype: expected a floating-point dtype (float16, bfloat16, float32, "
+                        f"float64), got {dtype}")
+    if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
+        raise TypeError(f"[sketch_matrix] device: expected a torch.device, str or int, got {type(device).__name__}")
+    try:
+        like = torch.empty(0, dtype=dtype, device=device)
+    except (RuntimeError, AssertionError) as e:  # torch's own for an unknown or absent device: its first line
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise ValueError(f"[sketch_matrix] device: {device!r} is not a device this torch can use: {why}") from None
     return invoke(sketch_matrix_op, like, kind, k, n, seed, 0, k, 0, n, nnz)
 
 
