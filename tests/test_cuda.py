@@ -73,6 +73,39 @@ def test_cuda_graph_capture_of_a_training_step(rng):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
+def test_cuda_graph_capture_of_sketches(rng):
+    """Sparse-sign sketches (whose eager calls read a non-finite flag back) and the other kinds capture
+    into a CUDA graph, forward and backward, and replay like eager calls, an inf row included."""
+    x = torch.randn(8, 4096, device="cuda", generator=None, requires_grad=True)
+    g = torch.randn(8, 512, device="cuda")
+
+    def step():
+        x.grad = None
+        ys = [swisk.ops.sketch(x, kind, 512, 7, 8) for kind in ("sparse_sign", "gaussian")]
+        torch.autograd.backward(ys, [g, g])
+        return ys
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        ys = step()
+    for bad in (False, True):
+        with torch.no_grad():
+            x.copy_(torch.randn(8, 4096, device="cuda"))
+            if bad:
+                x[3, 10] = float("inf")
+        graph.replay()
+        got = [y.clone() for y in ys] + [x.grad.clone()]
+        want = step() + [x.grad]
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
 def test_autocast_bf16(rng):
     kan, _ = _models(rng)
     x = torch.randn(256, 16, device="cuda")

@@ -325,6 +325,29 @@ def test_nonfinite_values_give_the_products_pattern(backend, rng, dtype):
     same_pattern(swisk.ops.fwht(x.to(dev)), ref.fwht(x.double(), 1.0))
 
 
+def test_capture_takes_the_tiles_without_reading_back(backend, rng, monkeypatch):
+    """Under CUDA graph capture (torch.cuda.graphs, compile's cudagraphs) a read-back is forbidden: the
+    sparse-sign calls then take the tiles' GEMM, which gives the product's NaN/inf pattern by itself, and
+    never reach the non-finite check (stubbed here to fail; the capture stubbed to be on)."""
+    from swisk._ops import define
+    dev, inf = testing.device_of(backend), float("inf")
+    S = ref.sketch_matrix("sparse_sign", 64, 300, 11, torch.float64, "cpu", 4)
+    x = torch.randn(5, 300, generator=rng, dtype=torch.float64).float()
+    g = torch.randn(5, 64, generator=rng, dtype=torch.float64).float()
+    x[1, 3], x[2, 7], g[3, 5] = inf, -inf, inf
+
+    def no_read_back(*_):
+        raise AssertionError("the non-finite check ran under capture")
+    monkeypatch.setattr(define, "_capturing", lambda t: True)
+    monkeypatch.setattr(sketch_ops, "_nonfinite_rows", no_read_back)
+    y = swisk.ops.sketch(x.to(dev), "sparse_sign", 64, 11, 4).cpu().double()
+    gx = torch.ops.swisk.sketch_transpose(g.to(dev), "sparse_sign", 300, 11, 4).cpu().double()
+    for got, want in ((y, x.double() @ S.T), (gx, g.double() @ S)):
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+        fin = want.isfinite()
+        torch.testing.assert_close(got[fin], want[fin], rtol=1e-5, atol=1e-5)
+
+
 def test_sparse_sign_tables_follow_the_operator(rng):
     """The CPU keeps the column tables of the last operators: calls alternating between operators that
     differ in one of (seed's low word, seed's high word, k, n, nnz) each apply their own S, and a

@@ -41,7 +41,8 @@ class OpSpec:
                                            # formulation's), e.g. a linear op applied to its tangents
     extra: Optional[Callable] = None       # (backend, tensors, scalars) -> extra prepare arguments
     composite: Optional[Callable] = None   # (tensors, scalars) -> outputs, when prepare validates only
-    finish: Optional[Callable] = None      # (tensors, scalars, outputs) -> outputs, after the kernels
+    finish: Optional[Callable] = None      # (tensors, scalars, outputs) -> outputs, after the kernels; it may
+                                           # read the device back: under CUDA graph capture the composite runs
     autocast: Optional[str] = None         # "fp32": cast floating inputs up; "lower": to the autocast dtype
     row_outputs: tuple = ()                # outputs with x's leading (row) dims: the vmap rule merges those
     strided: bool = False                  # the composite route reads any strides (no contiguous copies)
@@ -130,6 +131,11 @@ def _poison(tensors) -> None:
                 t.view(torch.uint8).fill_(255)
 
 
+def _capturing(x) -> bool:
+    """Whether x's CUDA stream is being captured into a graph (torch.cuda.graphs, compile's cudagraphs)."""
+    return x.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
 def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     """Prepare (cached), allocate (or take `outs`: contiguous, of the prepared shapes), launch."""
     tensors = _inputs(spec, args)
@@ -139,6 +145,8 @@ def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     entry = prepared.get(tensors, scalars, backend)
     if entry.plan_only:  # validated here (knots too); the route's own ops run after
         entry.call.check([0 if t is None else t.data_ptr() for t in tensors])
+        return spec.composite(tensors, scalars)
+    if spec.finish is not None and _capturing(x):  # the finish's read-back would break the capture
         return spec.composite(tensors, scalars)
     dtype, device = x.dtype, x.device
     fresh = []  # what the kernels must write before they read it
