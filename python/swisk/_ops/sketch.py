@@ -330,7 +330,8 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
     S sorted by rows, and n * nnz / k <= 4096 entries per row of S; on CUDA k / nnz >= 96 in fp32 and
     768 in fp16/bf16, where the kernels beat cuBLAS on an H200, 32 and 256 for the transpose). An inf or
     NaN gives the product's pattern on every route (NaN wherever a zero of S meets an inf): the rows
-    holding one go through the tiles (on GPUs one flag is read back per call). The
+    holding one go through the tiles (on GPUs one flag is read back per call; under CUDA graph capture,
+    which forbids that, the tiles run instead of the kernels). The
     gradient is the exact transpose (g S, with the forward's S when it was one tile, else regenerated),
     itself differentiable (double backward); forward-mode tangents are the sketch of the tangent.
     Under torch.autocast x is cast to the autocast dtype and the result is in it, for every kind, as
