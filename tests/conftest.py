@@ -54,10 +54,11 @@ def _no_leaked_settings():
 
 @pytest.fixture
 def rng():
-    """A fresh generator per test, seeded from the OS: inputs differ on every run."""
-    seed = int.from_bytes(os.urandom(4), "little")
-    g = torch.Generator().manual_seed(seed)
-    return g
+    """A fresh generator per test, seeded from the OS: inputs differ on every run. The seed is printed
+    (pytest shows it beside a failure); SWISK_TEST_SEED=<seed> replays it."""
+    seed = int(os.environ.get("SWISK_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+    print(f"rng seed: {seed} (replay: SWISK_TEST_SEED={seed})")
+    return torch.Generator().manual_seed(seed)
 
 
 def pytest_report_header(config):

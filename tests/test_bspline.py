@@ -145,7 +145,7 @@ def test_backward_matches_reference(backend, rng):
 def test_gradcheck_fp64(rng, order):
     grid = random_grid(3, 10, rng)
     x = (torch.rand(6, 3, generator=rng, dtype=torch.float64) - 0.5) * (grid[:, -1] - grid[:, 0]) * 0.9
-    x.requires_grad_()
+    x = testing.away_from_knots(x, grid).requires_grad_()  # the bases are only piecewise smooth
     assert torch.autograd.gradcheck(lambda t: swisk.ops.bspline_basis(t, grid, order), (x,))
 
 

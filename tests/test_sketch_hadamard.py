@@ -25,9 +25,9 @@ def test_fwht_is_the_hadamard_matrix(backend, rng, dtype):
         pytest.skip("float64 is CPU-only")
     dev = testing.device_of(backend)
     for n in (1, 2, 64, 4096, 16384):  # 16384: Metal's chunk and one register pass; CUDA's chunk of 2^14
-        x = torch.randn(2, 3, n, generator=rng, dtype=torch.float64)
-        want = x @ ref.hadamard(n).T * 0.25 if n <= 4096 else ref.fwht(x, 0.25)
-        y = swisk.ops.fwht(x.to(dev, dtype), 0.25)
+        x = torch.randn(2, 3, n, generator=rng, dtype=torch.float64).to(dtype)  # the reference sees the rounded x
+        want = x.double() @ ref.hadamard(n).T * 0.25 if n <= 4096 else ref.fwht(x.double(), 0.25)
+        y = swisk.ops.fwht(x.to(dev), 0.25)
         assert y.dtype == dtype and y.shape == x.shape
         rel = ((y.cpu().double() - want).abs().max() / want.abs().max()).item()
         assert rel < {torch.float64: 1e-14, torch.float32: 1e-6, torch.bfloat16: 3e-2}[dtype] * max(1, math.log2(n)), n
@@ -112,13 +112,13 @@ def test_srht_is_its_matrix(backend, rng, dtype):
     for n, k in ((1, 1), (6, 6), (37, 5), (64, 20), (300, 33), (5000, 17)):  # 5000: padded past a GPU chunk
         seed = int.from_bytes(__import__("os").urandom(7), "little")
         S = ref.srht_matrix(k, n, seed)
-        x = torch.randn(2, 3, n, generator=rng, dtype=torch.float64)
-        y = swisk.ops.srht(x.to(dev, dtype), k, seed)
+        x = torch.randn(2, 3, n, generator=rng, dtype=torch.float64).to(dtype)  # the reference sees the rounded x
+        y = swisk.ops.srht(x.to(dev), k, seed)
         assert y.shape == (2, 3, k) and y.dtype == dtype
-        torch.testing.assert_close(y.cpu().double(), x @ S.T, rtol=tol, atol=tol)
-        g = torch.randn(4, k, generator=rng, dtype=torch.float64)
-        gx = torch.ops.swisk.srht_transpose(g.to(dev, dtype), n, seed)
-        torch.testing.assert_close(gx.cpu().double(), g @ S, rtol=tol, atol=tol)
+        torch.testing.assert_close(y.cpu().double(), x.double() @ S.T, rtol=tol, atol=tol)
+        g = torch.randn(4, k, generator=rng, dtype=torch.float64).to(dtype)
+        gx = torch.ops.swisk.srht_transpose(g.to(dev), n, seed)
+        torch.testing.assert_close(gx.cpu().double(), g.double() @ S, rtol=tol, atol=tol)
 
 
 def test_srht_rows_are_a_permutation():

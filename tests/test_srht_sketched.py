@@ -51,10 +51,11 @@ def test_matches_the_formulation(backend, rng, t, fin, fout, r):
     s1, s2, b = factors(rng, t, fin, fout, r)
     x = torch.randn(3, 11, fin, generator=rng, dtype=F64)
     go = torch.randn(3, 11, fout, generator=rng, dtype=F64)
-    want = [p.requires_grad_() for p in (x, s1, s2, b)]
-    y_want = reference.srht_sketched_linear(*want[:3], seed, want[3])
-    g_want = torch.autograd.grad(y_want, want, go)
     for dtype in testing.dtypes_of(backend):
+        # the formulation on the rounded inputs
+        want = [p.to(dtype).double().detach().requires_grad_() for p in (x, s1, s2, b)]
+        y_want = reference.srht_sketched_linear(*want[:3], seed, want[3])
+        g_want = torch.autograd.grad(y_want, want, go.to(dtype).double())
         got = [p.detach().to(dev, dtype).requires_grad_() for p in (x, s1, s2, b)]
         y = op(*got[:3], seed, got[3])
         assert y.shape == (3, 11, fout) and y.dtype == dtype
@@ -63,7 +64,8 @@ def test_matches_the_formulation(backend, rng, t, fin, fout, r):
         for a, w in zip(grads, g_want):
             assert rel_err(a.cpu(), w) <= BOUND[dtype], dtype
     x32, s132, s232 = (p.to(dev, torch.float32) for p in (x, s1, s2))
-    assert rel_err(op(x32, s132, s232, seed).cpu(), reference.srht_sketched_linear(x, s1, s2, seed)) <= 2e-5
+    want = reference.srht_sketched_linear(*(p.cpu().double() for p in (x32, s132, s232)), seed)
+    assert rel_err(op(x32, s132, s232, seed).cpu(), want) <= 2e-5
 
 
 @pytest.mark.parametrize("t,fin,fout,r", SIZES[1:4])
@@ -121,12 +123,13 @@ def test_gradcheck_gradgradcheck_jvp_vmap_compile(rng):
 def test_fp32_and_bf16_error_bounds(rng):
     s1, s2, b = factors(rng, 4, 96, 48, 12)
     x = torch.randn(64, 96, generator=rng, dtype=F64)
-    want = reference.srht_sketched_linear(x, s1, s2, 3, b)
+    want = {dt: reference.srht_sketched_linear(*(p.to(dt).double() for p in (x, s1, s2)), 3, b.to(dt).double())
+            for dt in (torch.float32, torch.bfloat16)}  # the formulation on the rounded inputs
     y32 = op(x.float(), s1.float(), s2.float(), 3, b.float())
-    assert y32.dtype == torch.float32 and rel_err(y32, want) <= 1e-5
+    assert y32.dtype == torch.float32 and rel_err(y32, want[torch.float32]) <= 1e-5
     with torch.autocast("cpu", dtype=torch.bfloat16):
         yb = op(x.float(), s1.float(), s2.float(), 3, b.float())
-    assert yb.dtype == torch.bfloat16 and rel_err(yb, want) <= 1e-2
+    assert yb.dtype == torch.bfloat16 and rel_err(yb, want[torch.bfloat16]) <= 1e-2
 
 
 def test_bad_inputs(rng):

@@ -7,7 +7,8 @@ import torch
 
 from ._backend import cuda_usable, mps_usable, use_cpu_backend
 
-__all__ = ["backend_ids", "backend", "device_of", "dtypes_of", "global_flags", "torch_flag", "use_cpu_backend"]
+__all__ = ["away_from_knots", "backend_ids", "backend", "device_of", "dtypes_of", "global_flags", "torch_flag",
+           "use_cpu_backend"]
 
 
 def backend_ids() -> list:
@@ -72,3 +73,16 @@ def torch_flag(owner, name: str, value):
         yield
     finally:
         setattr(owner, name, old)
+
+
+def away_from_knots(x: torch.Tensor, grid: torch.Tensor, margin: float = 1e-4, dim: int = -1) -> torch.Tensor:
+    """x with each value closer than margin to one of its feature's knots (grid (features, n_knots),
+    features along x's dim) moved to margin past that knot: B-splines are only piecewise smooth, and a
+    finite difference (gradcheck's) must not straddle a knot. Knots must be more than 2·margin apart."""
+    xf = x.movedim(dim, -1)
+    d = xf.unsqueeze(-1) - grid.to(x.dtype)                        # (..., features, n_knots)
+    nearest = d.abs().argmin(-1, keepdim=True)
+    off = d.gather(-1, nearest).squeeze(-1)                        # x minus its nearest knot
+    knot = (xf - off)
+    moved = torch.where(off.abs() < margin, knot + torch.where(off < 0, -margin, margin), xf)
+    return moved.movedim(-1, dim).contiguous()
