@@ -110,7 +110,7 @@ def test_srht_is_its_matrix(backend, rng, dtype):
     dev = testing.device_of(backend)
     tol = 1e-5 if dtype == torch.float32 else 1e-12
     for n, k in ((1, 1), (6, 6), (37, 5), (64, 20), (300, 33), (5000, 17)):  # 5000: padded past a GPU chunk
-        seed = int.from_bytes(__import__("os").urandom(7), "little")
+        seed = int(torch.randint(0, 2**56, (), generator=rng))
         S = ref.srht_matrix(k, n, seed)
         x = torch.randn(2, 3, n, generator=rng, dtype=torch.float64).to(dtype)  # the reference sees the rounded x
         y = swisk.ops.srht(x.to(dev), k, seed)
