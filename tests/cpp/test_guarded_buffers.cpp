@@ -27,6 +27,8 @@ TEST(GuardedBuffers, InBoundsWritesComeBack) {
   for (int k = 0; k < 4; ++k) EXPECT_EQ(out[k], 2.0f * in[k]);
 }
 
+// Under AddressSanitizer the sentinels are poisoned: these writes are ASan's reports, not the guards'.
+#if !SWISK_EMU_ASAN
 TEST(GuardedBuffers, WritePastTheEnd) {
   std::vector<float> a(8, 0.0f), b(5, 0.0f);
   float *pa = a.data(), *pb = b.data();
@@ -44,6 +46,7 @@ TEST(GuardedBuffers, WriteBeforeTheStart) {
                    "[emulator] buffer 0: write out of bounds before");
   EXPECT_TRUE(p == a.data());
 }
+#endif
 
 TEST(GuardedBuffers, LastAndFirstBytesAreInBounds) {
   std::vector<unsigned char> a(13, 0);

@@ -12,6 +12,10 @@
 
 #include "swisk/error.h"
 
+#if SWISK_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace swisk::emu {
 namespace {
 
@@ -217,6 +221,18 @@ struct GuardedCopy {
   std::vector<unsigned char> mem;  // over-allocated for the alignment
   unsigned char* base = nullptr;
   unsigned char* data() const { return base + kGuard; }
+  void poison(bool on) const {  // the sentinels, for AddressSanitizer (nothing without it)
+#if SWISK_EMU_ASAN
+    if (on) {
+      ASAN_POISON_MEMORY_REGION(base, kGuard);
+      ASAN_POISON_MEMORY_REGION(data() + bytes, kGuard);
+    } else {
+      ASAN_UNPOISON_MEMORY_REGION(base, bytes + 2 * kGuard);
+    }
+#else
+    (void)on;
+#endif
+  }
   const char* damaged() const {  // "before", "after" or nullptr
     for (std::size_t i = 0; i < kGuard; ++i)
       if (base[i] != sentinel(i)) return "before";
@@ -249,12 +265,14 @@ void with_guarded_buffers(std::vector<GuardedBuffer> bufs, const std::function<v
   }
   for (std::size_t i = 0; i < bufs.size(); ++i)
     if (copy_of[i] != none) *bufs[i].ptr = copies[copy_of[i]].data();
+  for (const GuardedCopy& g : copies) g.poison(true);
   std::exception_ptr thrown;
   try {
     body();
   } catch (...) {
     thrown = std::current_exception();
   }
+  for (const GuardedCopy& g : copies) g.poison(false);
   for (std::size_t i = 0; i < bufs.size(); ++i)
     if (copy_of[i] != none) *bufs[i].ptr = copies[copy_of[i]].orig;
   std::string damage;

@@ -68,7 +68,18 @@ void dynamic_shared_array(void* p, std::size_t bytes);
 // its `bytes` with 4 KiB of a known pattern on either side; afterwards the results are copied back,
 // *ptr restored (also on throw) and a changed sentinel throws swisk::Error ("buffer i: write out of
 // bounds before/after"). Entries with the same pointer share one copy (in-place kernels still alias);
-// null pointers stay null; partially overlapping buffers are not supported.
+// null pointers stay null; partially overlapping buffers are not supported. Under AddressSanitizer the
+// sentinels are poisoned while body runs: a read or write there is ASan's report, at the access.
+#if defined(__SANITIZE_ADDRESS__)
+#define SWISK_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SWISK_EMU_ASAN 1
+#endif
+#endif
+#ifndef SWISK_EMU_ASAN
+#define SWISK_EMU_ASAN 0
+#endif
 struct GuardedBuffer {
   void** ptr;
   std::size_t bytes;
