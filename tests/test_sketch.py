@@ -329,7 +329,8 @@ def test_nonfinite_values_give_the_products_pattern(backend, rng, dtype):
 def test_capture_takes_the_tiles_without_reading_back(backend, rng, monkeypatch):
     """Under CUDA graph capture (torch.cuda.graphs, compile's cudagraphs) a read-back is forbidden: the
     sparse-sign calls then take the tiles' GEMM, which gives the product's NaN/inf pattern by itself, and
-    never reach the non-finite check (stubbed here to fail; the capture stubbed to be on)."""
+    never reach the non-finite check. Here capture is reported as on (monkeypatched), and the check is
+    replaced by one that fails the test if it runs."""
     from swisk._ops import define
     dev, inf = testing.device_of(backend), float("inf")
     S = ref.sketch_matrix("sparse_sign", 64, 300, 11, torch.float64, "cpu", 4)

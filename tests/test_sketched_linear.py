@@ -279,19 +279,20 @@ def test_sketched_conv2d_forms_choose_by_multiply_adds():
     padding modes; the bench's layer (L·r = 96 into 64 outputs) takes the kernel u·S1s, a sketch
     narrower than the outputs the L·r-channel convolution, and a tiny batch where forming the
     kernel costs more than it saves."""
-    from swisk._ops.sketched import _effective_kernel_is_cheaper, _pixels
+    from swisk._ops.sketched import _check_geometry, _effective_kernel_is_cheaper
     x = torch.empty(3, 4, 11, 9)
     for kh, kw in ((3, 3), (5, 2)):
         s1 = torch.empty(6, 4, kh, kw)
         for stride, padding in ((1, 0), (2, 1), ((2, 3), (1, 2)), (1, "same"), (1, "valid"),
                                 (np.int64(2), (np.int32(1), 2))):  # numpy's ints as torch takes them
             y = torch.nn.functional.conv2d(x, s1, None, stride, padding)
-            assert _pixels(x, s1, stride, padding) == y.shape[0] * y.shape[2] * y.shape[3], (kh, kw, stride, padding)
+            pixels = _check_geometry("sketched_conv2d", x, s1, stride, padding)
+            assert pixels == y.shape[0] * y.shape[2] * y.shape[3], (kh, kw, stride, padding)
     for (xs, s1s, padding, want) in (((32, 64, 32, 32), (96, 64, 3, 3), 1, True),
                                      ((32, 64, 32, 32), (16, 64, 3, 3), 1, False),
                                      ((1, 64, 1, 1), (96, 64, 1, 1), 0, False)):
         x, s1 = torch.empty(xs), torch.empty(s1s)
-        assert _effective_kernel_is_cheaper(s1, 64, _pixels(x, s1, 1, padding)) == want
+        assert _effective_kernel_is_cheaper(s1, 64, _check_geometry("sketched_conv2d", x, s1, 1, padding)) == want
 
 
 def test_panther_sketch_operators_seeded():
@@ -413,12 +414,12 @@ def test_sketched_conv2d_derivatives_and_errors(rng, terms, r, out):
     """sketched_conv2d against Panther's formulation on both of its forms (L·r = 6 sketch channels into 4
     outputs: the kernel u·S1s; 2 into 8: the L·r-channel convolution): gradcheck, gradgradcheck and
     forward-mode tangents in fp64; bad inputs name the argument."""
-    from swisk._ops.sketched import _effective_kernel_is_cheaper, _pixels
+    from swisk._ops.sketched import _check_geometry, _effective_kernel_is_cheaper
     x = torch.randn(2, 3, 5, 4, generator=rng, dtype=F64, requires_grad=True)
     s1 = torch.randn(terms * r, 3, 3, 3, generator=rng, dtype=F64, requires_grad=True)
     u1 = torch.sign(torch.randn(terms, r, out, generator=rng, dtype=F64)).requires_grad_()
     b = torch.randn(out, generator=rng, dtype=F64, requires_grad=True)
-    assert _effective_kernel_is_cheaper(s1, out, _pixels(x, s1, 2, 1)) == (terms * r > out)
+    assert _effective_kernel_is_cheaper(s1, out, _check_geometry("sketched_conv2d", x, s1, 2, 1)) == (terms * r > out)
     f = lambda x, s1, u1, b: swisk.ops.sketched_conv2d(x, s1, u1, b, 2, 1)  # noqa: E731
     r = lambda x, s1, u1, b: reference.sketched_conv2d(x, s1, u1, b, 2, 1)  # noqa: E731
     assert rel_err(f(x, s1, u1, b), r(x, s1, u1, b)) <= 1e-13

@@ -179,11 +179,6 @@ def _check_geometry(op, x, S1s, stride, padding) -> int:
     return x.shape[0] * ((h + 2 * ph - kh) // sh + 1) * ((w + 2 * pw - kw) // sw + 1)
 
 
-def _pixels(x, S1s, stride, padding) -> int:
-    """Output pixels of conv2d(x, S1s, stride, padding) (dilation 1), N·H'·W'."""
-    return _check_geometry("sketched_conv2d", x, S1s, stride, padding)
-
-
 def _effective_kernel_is_cheaper(S1s, out: int, p: int) -> bool:
     """Multiply-adds of the two forms of a sketched convolution (P pixels, L·r sketch channels, K = C·kh·kw):
     the kernel u·S1s (out·L·r·K) and the convolution into out channels (P·out·K), against the convolution
