@@ -14,3 +14,14 @@
 #define SK_CLONES
 #define SK_CLONES_FLAT
 #endif
+
+// The vector registers (of 32 bytes) the running clone has, which size register tiles: 32 with
+// AVX-512 (ymm0-31), else 16 (AVX2; NEON's 32 registers hold 16 such vectors).
+inline int vec_registers() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const int n = __builtin_cpu_supports("avx512f") ? 32 : 16;
+  return n;
+#else
+  return 16;
+#endif
+}

@@ -39,11 +39,11 @@ constexpr int64_t kLocalBytes = 8 << 20;  // backward: the locals of a tile of r
 // a[0, NV) += feature f's K+2 weight rows (w: its silu row) times its coefficients. Rows are a vector
 // apart (Ctx::rs == lanes): constant offsets, so each multiply-add's address is a register plus one.
 template <int K, int NV, typename A>
-SK_VEC_INLINE void add_feature(V64<A>* a, const A* w, int64_t vs, const Local<K, A, false>& l) {
+SK_VEC_INLINE void add_feature(V32<A>* a, const A* w, int64_t vs, const Local<K, A, false>& l) {
   constexpr int64_t L = kLanes<A>;
   const A* ws = w + l.row * L;
   for (int v = 0; v < NV; ++v) {
-    V64<A> t = a[v] + l.c[0] * vload(w + v * vs);
+    V32<A> t = a[v] + l.c[0] * vload(w + v * vs);
     for (int q = 0; q <= K; ++q) t += l.c[q + 1] * vload(ws + q * L + v * vs);
     a[v] = t;
   }
@@ -54,7 +54,7 @@ SK_VEC_INLINE void add_feature(V64<A>* a, const A* w, int64_t vs, const Local<K,
 template <int K, int NV, typename A>
 SK_VEC_INLINE void forward_tile(A* acc, const A* w, int64_t fs, int64_t vs, const Local<K, A, false>* l,
                                 int64_t nf) {
-  using V = V64<A>;
+  using V = V32<A>;
   constexpr int64_t L = kLanes<A>;
   V a[NV], b[NV];
   for (int v = 0; v < NV; ++v) a[v] = vload(acc + v * L), b[v] = V{};
@@ -101,7 +101,7 @@ void forward_rows(const Ctx<T, A>& c, T* y, int64_t n0, int64_t nr, A* acc, A* x
 template <int K, int G, typename A>
 SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, const A* sc, int64_t rs, int64_t vs, int64_t out,
                            const A* const* gy, const Local<K, A, true>* const* l, A* res) {
-  using V = V64<A>;
+  using V = V32<A>;
   constexpr int64_t L = kLanes<A>;
   V acc[G][K + 2];
   for (int g = 0; g < G; ++g)
@@ -137,7 +137,7 @@ SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, const A* sc, int64_t rs, in
 template <int K, int NV, typename A>
 SK_VEC_INLINE void dw_tile(A* g0, A* gs, int64_t rs, int64_t vs, const A* const* gy,
                            const Local<K, A, true>* const* l, int64_t m, int64_t o) {
-  using V = V64<A>;
+  using V = V32<A>;
   constexpr int64_t L = kLanes<A>;
   V a[K + 2][NV];
   g0 += o / L * vs, gs += o / L * vs;
@@ -167,13 +167,14 @@ struct BackScratch {
 
 // Feature i (of the chunk) over rows [n0, n0 + nn) with their locals loc: gx[:, i] (gx null: not
 // needed) and feature i's gradient rows (gwt null: not needed).
-template <int K, typename T, typename A>
+// Regs: the clone's vector registers (vec_registers), which size the register tiles.
+template <int K, int Regs, typename T, typename A>
 void backward_feature(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i, int64_t n0, int64_t nn,
                       const Local<K, A, true>* loc, BackScratch<K, A>& s) {
   const KanParams& p = c.p;
   constexpr int64_t L = kLanes<A>;
-  constexpr int G = (K + 2) * 4 + K + 5 <= 32 ? 4 : 2;  // rows per dx_rows call (its registers)
-  constexpr int NV = (K + 2) * 4 + 4 <= 32 ? 4 : 2;     // vectors per dw_tile
+  constexpr int G = (K + 2) * 4 + K + 5 <= Regs ? 4 : (K + 2) * 2 + K + 5 <= Regs ? 2 : 1;  // rows per dx_rows
+  constexpr int NV = (K + 2) * 4 + 4 <= Regs ? 4 : (K + 2) * 2 + 2 <= Regs ? 2 : 1;         // vectors per dw_tile
   constexpr int64_t rs = L;  // Ctx::rs, a constant to the inlined loops' addressing
   const int64_t vs = c.vs, groups = c.ns + 1 - K;  // row: 1 .. ns - K
   s.lp.resize(nn), s.gp.resize(nn), s.rows.resize(nn), s.start.assign(groups + 1, 0);
@@ -221,10 +222,10 @@ SK_CLONES_FLAT void forward_rows_any(const Ctx<T, A>& c, T* y, int64_t n0, int64
   forward_rows<K, ByRows>(c, y, n0, nr, acc, xa, sl, l);
 }
 
-template <int K, typename T, typename A>
+template <int K, int Regs, typename T, typename A>
 SK_CLONES_FLAT void backward_feature_any(const Ctx<T, A>& c, const A* gy, T* gx, A* gwt, int64_t i, int64_t n0,
                                          int64_t nn, const Local<K, A, true>* loc, BackScratch<K, A>& s) {
-  backward_feature<K>(c, gy, gx, gwt, i, n0, nn, loc, s);
+  backward_feature<K, Regs>(c, gy, gx, gwt, i, n0, nn, loc, s);
 }
 
 template <int K, bool ByRows, typename T, typename A>
@@ -378,6 +379,7 @@ void backward(const KanLinearBackwardArgs& a) {
       gy = gy_acc.data();
     }
     T* gx = a.need_x ? a.grad_x.ptr<T>() : nullptr;
+    const bool wide = vec_registers() >= 32;
     dispatch_order(a.order, [&](auto k) {
       using Loc = Local<k(), A, true>;
       // Rows per tile: their locals for the chunk's features in about kLocalBytes.
@@ -405,7 +407,10 @@ void backward(const KanLinearBackwardArgs& a) {
             BackScratch<k(), A> s;
             for (int64_t f = lo; f < hi; ++f) {
               if (n0 == 0 && gwt) std::fill(c.at(gwt, f, 0), c.at(gwt, f + 1, 0), A(0));  // by the thread that sums it
-              backward_feature_any<k()>(c, gy, gx, gwt, c.i0 + f, n0, nn, loc.data() + f * nn, s);
+              if (wide)
+                backward_feature_any<k(), 32>(c, gy, gx, gwt, c.i0 + f, n0, nn, loc.data() + f * nn, s);
+              else
+                backward_feature_any<k(), 16>(c, gy, gx, gwt, c.i0 + f, n0, nn, loc.data() + f * nn, s);
             }
           });
         }
