@@ -154,6 +154,16 @@ def test_route_rule(monkeypatch):
     assert routes.kan_route("cuda", 4096, 64, 64, 8, 3) == "gemm"  # past the largest measured win
     assert routes.kan_route("mps", 100, 10, 10, 8, 3) == "gemm"  # unmeasured: the vendor GEMM
     assert routes.kan_route("metal-emu", 100, 10, 10, 8, 3) == "gemm"
+    assert routes._cpu_isa() == swisk.build_info()["cpu_isa"] in ("avx512", "avx2", "baseline")
+    # CPUs without AVX-512: the GEMM route for weights far out of cache from 16 rows up
+    monkeypatch.setattr(routes, "_cpu_isa", lambda: "avx2")
+    assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "gemm"
+    assert routes.kan_route("cpu", 16, 2048, 2048, 8, 3) == "gemm"
+    assert routes.kan_route("cpu", 15, 1000, 1000, 8, 3) == "fused"
+    assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3, differentiated=False) == "fused"
+    assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"
+    assert routes.kan_route("cpu", 32, 512, 512, 8, 3) == "fused"
+    monkeypatch.setattr(routes, "_cpu_isa", lambda: "avx512")
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"  # CPU: by the measured rule
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3) == "fused"  # in chunks within the bound

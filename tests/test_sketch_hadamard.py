@@ -34,7 +34,7 @@ def test_fwht_is_the_hadamard_matrix(backend, rng, dtype):
 
 
 def test_fwht_is_bitwise_the_radix2_butterflies(backend, rng):
-    """Every backend adds in the radix-2 order (the CPU in 64-byte vectors, chunks and radix-4 passes):
+    """Every backend adds in the radix-2 order (the CPU in 32-byte vectors, chunks and radix-4 passes):
     bitwise the reference's butterflies, at every n through 2^16 and at 2^18 and 2^19 (the CPU's
     in-vector, in-chunk and across-chunk stages; the GPUs' chunk pass, whose three register layouts cover
     distances 2^0-2^4, 2^5-2^9 and 2^(L-5)-2^(L-1) for chunks of 2^L, L = 13 (Metal) and up to 15 (CUDA:

@@ -18,8 +18,9 @@ def build_info() -> dict:
         None.
 
     Returns:
-        dict with version, cuda_compiled, cuda_archs, metal_compiled, metal_source, and openmp (the
-        file name of the OpenMP runtime the CPU kernels share with torch, "" when they run serially).
+        dict with version, cuda_compiled, cuda_archs, metal_compiled, metal_source, openmp (the
+        file name of the OpenMP runtime the CPU kernels share with torch, "" when they run serially),
+        and cpu_isa (the instruction set the CPU kernels run with here: "avx512", "avx2", "baseline").
 
     Raises:
         Nothing.

@@ -100,5 +100,8 @@ std::string cuda_archs();
 // "" when none was found and they run serially.
 std::string openmp_runtime();
 int cpu_threads();  // threads a CPU kernel would use now: torch.get_num_threads() when it is torch's runtime
+// The instruction set the CPU kernels' clones run with here: "avx512", "avx2" (x86-64-v4 / v3), or
+// "baseline" (other x86-64 CPUs, and builds without clones: other architectures, sanitizers).
+std::string cpu_isa();
 
 }  // namespace swisk

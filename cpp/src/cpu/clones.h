@@ -5,6 +5,7 @@
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
+#define SK_CLONES_ACTIVE 1
 #define SK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define SK_CLONES_FLAT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), flatten))
 #elif defined(__GNUC__)  // one build (clang, other CPUs, sanitizers): still everything inlined
@@ -18,8 +19,8 @@
 // The vector registers (of 32 bytes) the running clone has, which size register tiles: 32 with
 // AVX-512 (ymm0-31), else 16 (AVX2; NEON's 32 registers hold 16 such vectors).
 inline int vec_registers() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const int n = __builtin_cpu_supports("avx512f") ? 32 : 16;
+#ifdef SK_CLONES_ACTIVE
+  static const int n = __builtin_cpu_supports("x86-64-v4") ? 32 : 16;  // the clone the resolver picks
   return n;
 #else
   return 16;

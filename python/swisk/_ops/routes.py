@@ -90,6 +90,22 @@ def _cuda_rule(rows: int, in_f: int, out_f: int) -> str:
 #   1 thread:  b1 64->64 0.58, 256->256 0.47, 1000->1000 0.72, 2048->2048 0.94;
 #              b4 64->64 0.56, 256->256 0.54, 1000->1000 0.62
 #   2 threads: b1 64->64 0.54, 256->256 0.54, 1000->1000 0.58, 2048->2048 0.60; b4 256->256 0.49, 1000->1000 0.49
+# Without AVX-512 (an AVX2 EPYC, 2 cores, copy 9 GB/s against the AVX-512 VM's 22-41, fp32 matmul 0.084
+# TFLOP/s on 1 thread; 32-byte vectors, 2026-11-27; fused / gemm fwd+bwd, medians of 3-15 interleaved
+# pairs, 1 thread (2 threads)): b1 64->64 0.59, b1 1000->1000 0.53 (0.52), b4 1000->1000 0.66 (0.51),
+# b8 256->256 0.78, b64 784->64 0.87 (0.99), b128 128->128 0.84, b32 512->512 (0.82), b1024 256->256
+# 0.90 (1.08); but b16 1000->1000 1.48 (0.99), b100 1000->1000 1.26 (1.21), b256 1024->1024 1.33 (1.11),
+# b16 2048->2048 (1.21): the fused kernels' repacking (three passes over the weights each way) costs
+# more than their fewer multiply-adds save once the weights are far out of cache and the bandwidth low.
+_NARROW_GEMM_ROWS = 16
+_NARROW_GEMM_BYTES = 16 << 20  # in * out * (n_basis + 2) * 4: 1000->1000 G=5 is 40 MB, 512->512 10.5 MB
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_isa() -> str:
+    return _C.build_info()["cpu_isa"]
+
+
 _DIRECT_ROWS = 4  # C++ kKanCpuDirectRows
 _FUSED_MIN_ROWS = 2
 _FUSED_TINY_BYTES = 512 << 10  # the fused kernels' scratch of a tiny layer (b1 64->64: 0.33 MiB)
@@ -108,6 +124,9 @@ def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differ
     if 1 <= rows <= _DIRECT_ROWS and dtype in (torch.float32, torch.float64):
         return "fused"
     if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
+        return "gemm"
+    if (differentiated and rows >= _NARROW_GEMM_ROWS and _cpu_isa() != "avx512"
+            and in_f * out_f * (n_basis + 2) * 4 > _NARROW_GEMM_BYTES):
         return "gemm"
     if not differentiated or rows >= _FUSED_MIN_ROWS or torch.get_num_threads() > 1:
         return "fused"

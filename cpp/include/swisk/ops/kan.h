@@ -81,8 +81,8 @@ int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t n_basis, int or
 // order, n_knots), then the repacked weights wt (inc, outp / lanes, nq, lanes) of a chunk of inc
 // features and outc outputs and, in backward, their gradient gwt: nq rows per feature, silu's, ns =
 // max(n_basis, order + 1) spline rows (zero rows after n_basis) and in backward the scaler's row (the
-// spline rows then unscaled: the scaler's gradient sums gwt · wt); outp = outc, a multiple of a
-// 64-byte vector of lanes. The forward runs the outputs chunk by chunk (every feature), the backward
+// spline rows then unscaled: the scaler's gradient sums gwt · wt); outp = outc, a multiple of 64
+// bytes (whole vectors of lanes). The forward runs the outputs chunk by chunk (every feature), the backward
 // the features (every output), so wt and gwt stay within kan_cpu_chunk_bytes unless one vector of
 // outputs or 16 features exceed it. Offsets: multiples of 64 bytes.
 // The chunk bound: a quarter of the layer's weights (base, spline, scaler), within 4 to 16 MiB, so the
