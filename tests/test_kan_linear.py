@@ -1,4 +1,8 @@
 """swisk.ops.kan_linear against swisk.reference.kan_linear on every backend."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -332,6 +336,40 @@ def test_cpu_fused_blocks(rng, uniform, order):
         check_fused_against_reference(rng, [t.to(dtype) for t in args], order, dtype, bound)
 
 
+_TILES_SCRIPT = """
+import sys, torch, swisk
+from swisk import reference
+torch.manual_seed(int(sys.argv[1]))
+worst = 0.0
+for order, rows, fin, fout in ((1, 37, 5, 21), (3, 103, 9, 83), (5, 61, 3, 45), (7, 30, 4, 19)):
+    grid = torch.sort(torch.rand(fin, 5 + 2 * order + 1, dtype=torch.float64) * 4 - 2, dim=1).values
+    x = (torch.rand(rows, fin, dtype=torch.float64) * 4 - 2).requires_grad_()
+    ws = [torch.randn(fout, fin, dtype=torch.float64).requires_grad_(),
+          torch.randn(fout, fin, 5 + order, dtype=torch.float64).requires_grad_(),
+          torch.randn(fout, fin, dtype=torch.float64).requires_grad_()]
+    go = torch.randn(rows, fout, dtype=torch.float64)
+    with swisk.config.using(kan_route="fused"):
+        got = torch.autograd.grad(swisk.ops.kan_linear(x, grid, *ws, order), [x, *ws], go)
+    want = torch.autograd.grad(reference.kan_linear(x, grid, *ws, order), [x, *ws], go)
+    for g, w in zip(got, want):
+        worst = max(worst, ((g - w).norm() / w.norm()).item())
+print(worst)
+"""
+
+
+@pytest.mark.parametrize("registers", ["16", "32"])
+def test_cpu_fused_backward_tiles(rng, registers):
+    """The fused CPU backward's register tiles follow the clone's vector registers (16 without
+    AVX-512, 32 with it); SWISK_CPU_VEC_REGISTERS runs either tiling here: orders 1-7, rows past the
+    tiles' row groups, outputs with vector tails, fp64 gradients against the reference."""
+    seed = int(torch.randint(0, 2**31, (1,), generator=rng))
+    env = dict(os.environ, SWISK_CPU_VEC_REGISTERS=registers)
+    out = subprocess.run([sys.executable, "-c", _TILES_SCRIPT, str(seed)], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout) <= 1e-11, f"{out.stdout} (seed {seed})"
+
+
 @pytest.mark.parametrize("fin", [1, 2, 5, 7, 10, 16])
 @pytest.mark.parametrize("order", [1, 3])
 def test_cpu_fused_few_features(rng, fin, order):
@@ -545,7 +583,7 @@ def test_cpu_fused_chunks(rng, uniform):
         check_fused_against_reference(rng, [t.to(dtype) for t in args], order, dtype, bound)
 
 
-def test_cpu_fused_scratch_is_bounded():
+def test_cpu_fused_scratch_is_bounded(monkeypatch):
     """The kernels' scratch stays near their chunk bound, a quarter of the layer's weights within 4 (forward;
     0.5 backward) to 16 MiB (the non-finite weights' scan takes its words only when it runs): at 1024 ->
     1024, G=5 the repacked weights are 36 MiB (and as much again for their gradient), the scratch ~10 MiB.
@@ -559,6 +597,7 @@ def test_cpu_fused_scratch_is_bounded():
         for back, lo in ((False, 4), (True, 0.5)):
             mib = _C.kan_linear_workspace(fin, fout, n_basis, 3, dtype_code(torch.float32), "cpu", back, False)
             assert mib * 4 / 2**20 <= min(16, max(lo, quarter)) + 0.5, (fin, fout, back, mib)
+    monkeypatch.setattr(routes, "_cpu_isa", lambda: "avx512")  # without it, layers this large take the GEMM
     assert routes.kan_route("cpu", 1024, 4096, 4096, 8, 3) == "fused"
 
 

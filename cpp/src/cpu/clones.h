@@ -4,6 +4,9 @@
 // clones' ifunc resolvers. SK_CLONES_FLAT also inlines everything the function calls.
 #pragma once
 
+#include <cstdlib>
+#include <string>
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(SWISK_SANITIZE)
 #define SK_CLONES_ACTIVE 1
 #define SK_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -17,12 +20,17 @@
 #endif
 
 // The vector registers (of 32 bytes) the running clone has, which size register tiles: 32 with
-// AVX-512 (ymm0-31), else 16 (AVX2; NEON's 32 registers hold 16 such vectors).
+// AVX-512 (ymm0-31), else 16 (AVX2; NEON's 32 registers hold 16 such vectors). SWISK_CPU_VEC_REGISTERS
+// (16 or 32) overrides it, so that tests run either tiling on any CPU.
 inline int vec_registers() {
+  static const int n = [] {
+    const char* e = std::getenv("SWISK_CPU_VEC_REGISTERS");
+    if (e && (std::string(e) == "16" || std::string(e) == "32")) return std::atoi(e);
 #ifdef SK_CLONES_ACTIVE
-  static const int n = __builtin_cpu_supports("x86-64-v4") ? 32 : 16;  // the clone the resolver picks
-  return n;
+    return __builtin_cpu_supports("x86-64-v4") ? 32 : 16;  // the clone the resolver picks
 #else
-  return 16;
+    return 16;
 #endif
+  }();
+  return n;
 }
