@@ -19,6 +19,18 @@
 #define SK_CLONES_FLAT
 #endif
 
+namespace swisk::cpu {
+
+// The instruction set of the clone the ifunc resolvers pick here: "avx512" (x86-64-v4), "avx2"
+// (x86-64-v3) or "baseline" (other x86-64 CPUs; builds without clones: other architectures, sanitizers).
+inline const char* clone_isa() {
+#ifdef SK_CLONES_ACTIVE
+  if (__builtin_cpu_supports("x86-64-v4")) return "avx512";
+  if (__builtin_cpu_supports("x86-64-v3")) return "avx2";
+#endif
+  return "baseline";
+}
+
 // The vector registers (of 32 bytes) the running clone has, which size register tiles: 32 with
 // AVX-512 (ymm0-31), else 16 (AVX2; NEON's 32 registers hold 16 such vectors). SWISK_CPU_VEC_REGISTERS
 // (16 or 32) overrides it, so that tests run either tiling on any CPU.
@@ -26,11 +38,9 @@ inline int vec_registers() {
   static const int n = [] {
     const char* e = std::getenv("SWISK_CPU_VEC_REGISTERS");
     if (e && (std::string(e) == "16" || std::string(e) == "32")) return std::atoi(e);
-#ifdef SK_CLONES_ACTIVE
-    return __builtin_cpu_supports("x86-64-v4") ? 32 : 16;  // the clone the resolver picks
-#else
-    return 16;
-#endif
+    return std::string(clone_isa()) == "avx512" ? 32 : 16;
   }();
   return n;
 }
+
+}  // namespace swisk::cpu

@@ -59,11 +59,5 @@ int max_threads() {
 namespace swisk {
 std::string openmp_runtime() { return cpu::openmp().name; }
 int cpu_threads() { return cpu::max_threads(); }
-std::string cpu_isa() {
-#ifdef SK_CLONES_ACTIVE
-  if (__builtin_cpu_supports("x86-64-v4")) return "avx512";
-  if (__builtin_cpu_supports("x86-64-v3")) return "avx2";
-#endif
-  return "baseline";
-}
+std::string cpu_isa() { return cpu::clone_isa(); }
 }  // namespace swisk

@@ -119,9 +119,9 @@ static void generate(const SketchMatrixArgs& a) {
   });
 }
 
-// FWHT rows on 32-byte vectors (vec_math.h). Every value
-// takes the same additions in the same order as the plain radix-2 stages (a, b) -> (a + b, a - b), and
-// the scale multiplies the last stage's sums: the result is bitwise swisk.reference.sketch.fwht's.
+// FWHT rows on 32-byte vectors (vec_math.h). Every value takes the same additions in the same order as
+// the plain radix-2 stages (a, b) -> (a + b, a - b), and the scale multiplies the last stage's sums: the
+// result is bitwise swisk.reference.sketch.fwht's.
 // One stage at distance H < lanes inside a vector: lane i pairs with lane i ^ H.
 template <int H, typename A, int... I>
 static inline V32<A> lane_stage(V32<A> v, std::integer_sequence<int, I...>) {

@@ -1,6 +1,7 @@
 // 32-byte vectors of the CPU loops (GCC/clang vector extensions: one AVX2 register; AVX-512 clones
 // have 32 of them), and exp / sin / cos as straight-line polynomial code (no libm calls, selects
-// instead of branches), so GCC vectorises loops over them; float and double, within a few ulp on the ranges the kernels use.
+// instead of branches), so GCC vectorises loops over them; float and double, within a few ulp on the
+// ranges the kernels use.
 // vsincos is exact in its reduction only for |x| <= VecTraits::sincos_fast_max; sincos_far (scalar,
 // Payne–Hanek) serves larger arguments, and CpuVecMathExact picks between the two per value.
 #pragma once
