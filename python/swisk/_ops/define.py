@@ -136,6 +136,21 @@ def _capturing(x) -> bool:
     return x.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
 
 
+_SMALL_WORK = 1 << 14  # elements: scratch this small is kept per thread (its allocation costs like a tiny call)
+_WORK = threading.local()
+
+
+def _small_work(n: int, dtype) -> torch.Tensor:
+    """A CPU scratch of at least n elements of dtype, kept by this thread for its next call."""
+    held = getattr(_WORK, "buffers", None)
+    if held is None:
+        held = _WORK.buffers = {}
+    buf = held.get(dtype)
+    if buf is None or buf.numel() < n:
+        buf = held[dtype] = torch.empty(_SMALL_WORK, dtype=dtype)
+    return buf
+
+
 def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     """Prepare (cached), allocate (or take `outs`: contiguous, of the prepared shapes), launch."""
     tensors = _inputs(spec, args)
@@ -148,10 +163,9 @@ def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
         return spec.composite(tensors, scalars)
     if spec.finish is not None and _capturing(x):  # the finish's read-back would break the capture
         return spec.composite(tensors, scalars)
-    dtype, device = x.dtype, x.device
     fresh = []  # what the kernels must write before they read it
     if outs is None:
-        outs = [(torch.zeros if z else torch.empty)(s, dtype=dtype, device=device) for s, z in entry.outputs]
+        outs = [x.new_zeros(s) if z else x.new_empty(s) for s, z in entry.outputs]
         fresh = [o for o, (_, z) in zip(outs, entry.outputs) if not z]
     else:
         for o, (_, z) in zip(outs, entry.outputs):
@@ -160,8 +174,11 @@ def _run(spec: OpSpec, prepared: _Prepared, args, outs=None):
     everything = tensors + outs
     if entry.work is not None:
         n, wd = entry.work
-        everything.append(torch.empty(n, dtype=wd, device=device) if n else None)
-        fresh.append(everything[-1])
+        if backend == "cpu" and 0 < n <= _SMALL_WORK:  # the launch below is synchronous: reuse a buffer
+            everything.append(_small_work(n, wd))
+        else:
+            everything.append(torch.empty(n, dtype=wd, device=x.device) if n else None)
+            fresh.append(everything[-1])
     if backend in _EMULATORS:  # what compute-sanitizer's initcheck sees on a GPU: a value never written
         _poison(fresh)
     dispatches = entry.launch([0 if t is None else t.data_ptr() for t in everything], _backend.stream_for(x))
@@ -483,23 +500,31 @@ def invoke(op, *args):
     return op(*args)
 
 
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", lambda: True)  # torch 2.4 and later
+
+
 def wrapper(spec: OpSpec, op):
     """The public function, with the op's signature and defaults: argument types checked (naming the op
     and the argument), autocast applied, then the op."""
     names, n_in = spec.input_names(), spec.n_in
     optional = [n.endswith("?") for n in spec.inputs]
+    scalars = tuple((n_in + i, name, typ) for i, (name, typ) in enumerate(spec.scalars))
 
     def check(*args):
-        for i in range(n_in):
+        for a, name, opt in zip(args, names, optional):  # the tensors
+            if not isinstance(a, torch.Tensor) and not (a is None and opt):
+                raise TypeError(f"[{spec.name}] {name}: expected a torch.Tensor, got {type(a).__name__}")
+        for i, name, typ in scalars:
             a = args[i]
-            if not isinstance(a, torch.Tensor) and not (a is None and optional[i]):
-                raise TypeError(f"[{spec.name}] {names[i]}: expected a torch.Tensor, got {type(a).__name__}")
-        for (name, typ), a in zip(spec.scalars, args[n_in:]):
+            if typ is int and type(a) is int:
+                continue
             if typ is list:
                 if not isinstance(a, (list, tuple)) or not all(isinstance(e, int) and not isinstance(e, bool) for e in a):
                     raise TypeError(f"[{spec.name}] {name}: expected {_ARTICLE[typ]}, got {a!r}")
             elif not isinstance(a, typ) or (typ is int and isinstance(a, bool)):
                 raise TypeError(f"[{spec.name}] {name}: expected {_ARTICLE[typ]}, got {type(a).__name__}")
+        if spec.autocast is None or not _any_autocast():
+            return invoke(op, *args)
         if spec.autocast == "lower":
             dev = args[0].device.type
             if _backend.autocast_enabled(dev) and args[0].is_floating_point():

@@ -205,11 +205,14 @@ def gradient_shapes(x, bw, sw, sc, need_x, need_weights):
 
 
 
+_CUDA_BACKENDS = ("cuda", "cuda-emu")
+
+
 def _route(backend: str, tensors, scalars, differentiated: bool) -> tuple:
     """(tf32, gemm): fp32 may run on the CUDA matrix units as tf32, as torch's matmuls do under this
     flag; gemm: the call takes the GEMM route (routes.py), prepare then validates only."""
     x, sw = tensors[0], tensors[3]
-    tf32 = backend in ("cuda", "cuda-emu") and bool(torch.backends.cuda.matmul.allow_tf32)
+    tf32 = backend in _CUDA_BACKENDS and bool(torch.backends.cuda.matmul.allow_tf32)
     if sw.dim() != 3 or x.dim() == 0:
         return tf32, False
     in_f = x.shape[-1]
@@ -226,8 +229,9 @@ def _route_key(tensors):
 def _forward_route(backend: str, tensors, scalars) -> tuple:
     """The forward's route; a recorded forward leaves it for its backward, which then takes the same
     route whatever the settings when it runs (swisk.config.using around the forward alone)."""
-    tf32, gemm = _route(backend, tensors, scalars, recording())
-    if recording():
+    differentiated = recording()
+    tf32, gemm = _route(backend, tensors, scalars, differentiated)
+    if differentiated:
         hold(tensors[3], "_swisk_route", _route_key(tensors), gemm)
     return tf32, gemm
 
