@@ -5,18 +5,18 @@ import torch
 
 import swisk
 from swisk import testing
-from swisk._ops import define
+from swisk._ops import run
 
 
 def test_fresh_outputs_start_poisoned_on_the_emulators(monkeypatch, rng):
     poisoned = []
-    real = define._poison
+    real = run._poison
 
     def spy(tensors):
         real(tensors)
         poisoned.extend(t.clone() for t in tensors if t is not None)
 
-    monkeypatch.setattr(define, "_poison", spy)
+    monkeypatch.setattr(run, "_poison", spy)
     x = torch.randn(3, 64, generator=rng)
     want = swisk.reference.sketch.fwht(x, 0.125)
     for backend in ("cpu", "cuda-emu", "metal-emu"):
@@ -32,5 +32,5 @@ def test_fresh_outputs_start_poisoned_on_the_emulators(monkeypatch, rng):
 
 def test_poison_sets_every_bit_of_integer_scratch():
     t = [torch.empty(5, dtype=torch.int32), torch.empty(3, dtype=torch.uint8), torch.empty(2), None]
-    define._poison(t)
+    run._poison(t)
     assert (t[0] == -1).all() and (t[1] == 255).all() and t[2].isnan().all()

@@ -331,7 +331,7 @@ def test_capture_takes_the_tiles_without_reading_back(backend, rng, monkeypatch)
     sparse-sign calls then take the tiles' GEMM, which gives the product's NaN/inf pattern by itself, and
     never reach the non-finite check. Here capture is reported as on (monkeypatched), and the check is
     replaced by one that fails the test if it runs."""
-    from swisk._ops import define
+    from swisk._ops import run
     dev, inf = testing.device_of(backend), float("inf")
     S = ref.sketch_matrix("sparse_sign", 64, 300, 11, torch.float64, "cpu", 4)
     x = torch.randn(5, 300, generator=rng, dtype=torch.float64).float()
@@ -340,7 +340,7 @@ def test_capture_takes_the_tiles_without_reading_back(backend, rng, monkeypatch)
 
     def no_read_back(*_):
         raise AssertionError("the non-finite check ran under capture")
-    monkeypatch.setattr(define, "_capturing", lambda t: True)
+    monkeypatch.setattr(run, "_capturing", lambda t: True)
     monkeypatch.setattr(sketch_ops, "_nonfinite_rows", no_read_back)
     y = swisk.ops.sketch(x.to(dev), "sparse_sign", 64, 11, 4).cpu().double()
     gx = torch.ops.swisk.sketch_transpose(g.to(dev), "sparse_sign", 300, 11, 4).cpu().double()

@@ -8,7 +8,8 @@ import torch
 
 from .. import _C, reference
 from . import conv_gemm
-from .define import OpSpec, define, invoke, wrapper
+from .define import define, invoke, wrapper
+from .run import OpSpec
 from .spline import _contract_into, _expand_into, gradient_shapes, kan_expand_op, vjp_through
 
 ACTIVATIONS = tuple(_C.kan_conv_activations().split(", "))

@@ -10,7 +10,7 @@ import math
 import torch
 
 from .. import config
-from .define import hold, recording, take
+from .run import hold, recording, take
 
 _LOW = (torch.float16, torch.bfloat16)
 

@@ -9,7 +9,8 @@ import torch
 
 from .. import _C, config
 from ..reference import sketch as ref
-from .define import _PLAIN, OpSpec, _route, _run, define, hold, invoke, recording, take, wrapper
+from .define import _PLAIN, _route, define, invoke, wrapper
+from .run import OpSpec, _run, hold, recording, take
 from .kan_gemm import accumulate
 
 SKETCHES = tuple(_C.sketch_names().split(", "))  # the kernel header's list, in id order

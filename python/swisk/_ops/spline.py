@@ -6,7 +6,8 @@ import torch
 from .. import _C, reference
 from . import kan_gemm, routes
 from .. import _backend
-from .define import OpSpec, _Prepared, _run, define, hold, invoke, recording, take, wrapper
+from .define import define, invoke, wrapper
+from .run import OpSpec, _Prepared, _run, hold, recording, take
 
 
 def _kan_ref(x, grid, bw, sw, sc, k):

@@ -6,7 +6,8 @@ import math
 import torch
 
 from .. import _C, reference
-from .define import OpSpec, define, invoke, wrapper
+from .define import define, invoke, wrapper
+from .run import OpSpec
 
 WAVELETS = tuple(_C.wavelet_names().split(", "))  # the kernel header's list, in id order
 
