@@ -73,7 +73,7 @@ def test_deferred_initialisation(name):
     torch.testing.assert_close(meta(x), cpu(x))
 
 
-def test_ops_on_meta_give_the_cpu_shapes():
+def _meta_calls():
     g = torch.Generator().manual_seed(0)
     x = torch.rand(5, 3, generator=g) * 2 - 1
     grid = torch.linspace(-1.6, 1.6, 12).expand(3, 12).contiguous()
@@ -92,11 +92,28 @@ def test_ops_on_meta_give_the_cpu_shapes():
         (swisk.ops.kan_conv2d, (torch.randn(2, 3, 6, 6, generator=g), grid, torch.randn(4, 3, 3, 3, generator=g),
                                 torch.randn(4, 24, 3, 3, generator=g), None, 3), {"padding": 1}),
     ]
-    for fn, args, kw in calls:
+    return calls
+
+
+def test_ops_on_meta_give_the_cpu_shapes():
+    for fn, args, kw in _meta_calls():
         want = fn(*args, **kw)
         margs = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
         got = fn(*margs, **kw)
         assert got.is_meta and got.shape == want.shape and got.dtype == want.dtype, fn.__name__
+
+
+def test_one_input_on_meta_is_an_error():
+    """A meta tensor among real ones has no data to read: a clear error naming the op and the argument
+    (it was read as absent, or from address 0)."""
+    for fn, args, kw in _meta_calls():
+        if sum(isinstance(a, torch.Tensor) for a in args) < 2:
+            continue
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                margs = [a.to("meta") if j == i else b for j, b in enumerate(args)]
+                with pytest.raises(ValueError, match=r"^\[[a-z_0-9]+\] [A-Za-z_0-9]+: .*meta"):
+                    fn(*margs, **kw)
 
 
 def test_bad_input_on_meta_is_still_an_error():

@@ -125,7 +125,7 @@ def invoke(op, *args):
     if route == _PLAIN:
         return _run(op._swisk_spec, op._swisk_prepared, args)
     if route == _PLAIN_GRAD:
-        return op._swisk_function.apply(None, *args)
+        return op._swisk_apply(None, *args)
     if route == _FUNCTORCH:
         return op._swisk_functorch(None, *args)
     return op(*args)
