@@ -224,6 +224,7 @@ def test_bad_inputs(rng):
     bad(ValueError, op + r"spline_order: must be >= 0", x, grid, bw, sw, sc, -1)
     bad(ValueError, op + r"spline_order: at most 63 is supported on cpu", x, grid, bw, sw, sc, 64)
     bad(ValueError, op + r"spline_order: out of range, got 1099511627776", x, grid, bw, sw, sc, 2**40)
+    bad(ValueError, op + r"spline_order: out of range, got -1099511627776", x[:0], grid, bw, sw, sc, -2**40)  # the route asks first
     bad(ValueError, op + r"spline_order: 3 needs at least 5 knots", x, grid[:, :4], bw, sw, sc, 3)
     bad(ValueError, op + r"x: must be \(\.\.\., in\)", x[0, 0], grid, bw, sw, sc, 3)
     bad(TypeError, op + r"x: expected a floating-point tensor, got int64", x.long(), grid, bw, sw, sc, 3)

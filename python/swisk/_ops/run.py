@@ -81,8 +81,18 @@ class _Prepared:
     def __init__(self, spec: OpSpec):
         self.spec, self.cache = spec, {}
 
+    def _out_of_range(self, scalars) -> None:
+        """After nanobind's own TypeError (an int past a C++ parameter's 32 bits): the named error."""
+        for (name, typ), v in zip(self.spec.scalars, scalars):
+            if typ in (int, list) and any(not -(1 << 31) <= e < 1 << 31 for e in (v if typ is list else (v,))):
+                raise ValueError(f"[{self.spec.name}] {name}: out of range, got {v}") from None
+
     def get(self, tensors, scalars, backend: str) -> _Entry:
-        extra = self.spec.extra(backend, tensors, scalars) if self.spec.extra else ()
+        try:
+            extra = self.spec.extra(backend, tensors, scalars) if self.spec.extra else ()
+        except TypeError:  # a route's own size query (routes.py) meets the scalar first
+            self._out_of_range(scalars)
+            raise
         key = (backend, scalars, extra,
                *[None if t is None else (t.dtype, t.device, t.shape, t.stride()) for t in tensors])
         entry = self.cache.get(key)
@@ -95,10 +105,8 @@ class _Prepared:
             views = [None if t is None else _backend.view(self.spec.name, n, t, False) for n, t in zip(names, tensors)]
             try:
                 entry = _Entry(self.spec.prepare(*views, *scalars, *extra, backend))
-            except TypeError:  # nanobind's own: an int past the C++ parameter's 32 bits
-                for (name, typ), v in zip(self.spec.scalars, scalars):
-                    if typ in (int, list) and any(not -(1 << 31) <= e < 1 << 31 for e in (v if typ is list else (v,))):
-                        raise ValueError(f"[{self.spec.name}] {name}: out of range, got {v}") from None
+            except TypeError:
+                self._out_of_range(scalars)
                 raise
             if len(self.cache) >= _CACHE_LIMIT:
                 self.cache.clear()
