@@ -174,23 +174,30 @@ def test_state_dict_round_trip(rng):
 
 @pytest.mark.parametrize("nd", [1, 2])
 def test_training_matches_oracle_loss_curve(rng, nd):
-    """Same seed, same data, Adam in fp32 for 10 steps: the loss curves agree to 1e-5."""
-    layer, _, ref, _ = _pair(nd, _seed(rng), 4, 4, 3, groups=2, padding=1, affine=True)
-    x = torch.randn(X_SHAPES[nd], generator=rng)
-    target = torch.randn(layer(x).shape, generator=rng)
-    curves = []
-    for m in (layer, ref):
-        opt = torch.optim.Adam(m.parameters(), lr=1e-2)
-        losses = []
-        for _ in range(10):
-            loss = ((m(x) - target) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        curves.append(torch.tensor(losses, dtype=torch.float64))
-    assert curves[0][-1] < curves[0][0]
-    torch.testing.assert_close(curves[0], curves[1], atol=1e-5, rtol=0)
+    """Same seed, same data, Adam for 10 steps: the loss curves agree to 1e-8 in fp64, and over the first
+    steps to 1e-5 in fp32. Later fp32 steps may part: a PReLU input within the two sides' roundings of 0
+    takes a different slope on each side, and Adam follows it (seed 2621593999: equal through step 5,
+    1.4e-4 apart at step 6, the gradients of the norm's group already 1e-2 apart at step 4)."""
+    seed = _seed(rng)
+    x = torch.randn(X_SHAPES[nd], generator=rng, dtype=torch.float64)
+    target = None
+    for dtype, tol, steps in ((torch.float64, 1e-8, 10), (torch.float32, 1e-5, 2)):
+        layer, _, ref, _ = _pair(nd, seed, 4, 4, 3, groups=2, padding=1, affine=True)
+        if target is None:
+            target = torch.randn(layer(x.float()).shape, generator=rng, dtype=torch.float64)
+        curves = []
+        for m in (layer.to(dtype), ref.to(dtype)):
+            opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+            losses = []
+            for _ in range(steps):
+                loss = ((m(x.to(dtype)) - target.to(dtype)) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            curves.append(torch.tensor(losses, dtype=torch.float64))
+        assert curves[0][-1] < curves[0][0], dtype
+        torch.testing.assert_close(curves[0], curves[1], atol=tol, rtol=0, msg=lambda m: f"{dtype}: {m}")
 
 
 @pytest.mark.parametrize("args,kw", [((4, 6, 3), dict(groups=0)), ((4, 6, 3), dict(groups=-2)),
