@@ -101,7 +101,8 @@ class _Prepared:
             x = tensors[0]
             for n, t in zip(names, tensors):  # prepare sees a meta tensor as a CPU one (shapes only)
                 if t is not None and t.is_meta != x.is_meta:
-                    raise ValueError(f"[{self.spec.name}] {n}: on device {t.device}, expected {names[0]}'s device {x.device}")
+                    raise ValueError(f"[{self.spec.name}] {n}: on device {t.device}, "
+                                     f"expected {names[0]}'s device {x.device}")
             views = [None if t is None else _backend.view(self.spec.name, n, t, False) for n, t in zip(names, tensors)]
             try:
                 entry = _Entry(self.spec.prepare(*views, *scalars, *extra, backend))
