@@ -31,17 +31,19 @@ def bspline_basis(x: torch.Tensor, grid: torch.Tensor, spline_order: int, deriva
 
 
 def silu_derivative(x: torch.Tensor, derivative: int = 0) -> torch.Tensor:
-    """The m-th derivative of silu(x) = x·σ(x): x·σ^(m) + m·σ^(m-1), with σ^(j) a polynomial in σ."""
+    """The m-th derivative of silu(x) = x·σ(x): x·σ^(m) + m·σ^(m-1), with σ^(j) a homogeneous polynomial of
+    degree j + 1 in s = σ(x) and t = σ(-x) = 1 - s (σ' = s·t, t' = -s·t): no large terms cancel for
+    |x| large, where a polynomial in s alone loses every digit in fp32 past the third order."""
     if derivative == 0:
         return F.silu(x)
-    s = torch.sigmoid(x)
+    s, t = torch.sigmoid(x), torch.sigmoid(-x)
     if derivative == 1:
-        return s * (1 + x * (1 - s))
-    coefs = [0.0, 1.0]  # P_0(s) = s; P_{j+1}(s) = P_j'(s)·s(1 - s)
+        return s * (1 + x * t)
+    coefs = [0.0, 1.0]  # σ = s; (s^a t^b)' = a·s^a t^(b+1) - b·s^(a+1) t^b
     values = []
-    for _ in range(derivative + 1):
-        values.append(sum(c * s ** i for i, c in enumerate(coefs)))
-        coefs = [i * c - (i - 1) * (coefs[i - 1] if i else 0.0) for i, c in enumerate(coefs + [0.0])]
+    for j in range(derivative + 1):
+        values.append(sum(c * s ** a * t ** (j + 1 - a) for a, c in enumerate(coefs) if c))
+        coefs = [a * c - (j + 2 - a) * (coefs[a - 1] if a else 0.0) for a, c in enumerate(coefs + [0.0])]
     return x * values[derivative] + derivative * values[derivative - 1]
 
 

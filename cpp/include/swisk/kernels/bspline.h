@@ -198,9 +198,11 @@ SWISK_FN A bspline_pick_m(SWISK_THREAD const A* v, sk_i32 span, sk_i32 j) {
   return out;
 }
 
-// silu^(m)(x) = x·σ^(m)(x) + m·σ^(m-1)(x); σ^(j) = P_j(σ) with P_0(s) = s, P_{j+1} = P_j'(s)·s(1 - s)
-// (orders 1 and 2 in closed form with 1 - σ(x) taken as σ(-x)). σ(±x) from one exponential e^-|x| and
-// one division.
+// silu^(m)(x) = x·σ^(m)(x) + m·σ^(m-1)(x). With s = σ(x) and t = 1 - s = σ(-x), both to full relative
+// precision from one exponential e^-|x| and one division, σ' = s·t and t' = -s·t: σ^(j) is a homogeneous
+// polynomial of degree j + 1 in (s, t), Σ_a c_a s^a t^(j+1-a), from σ = s by (s^a t^b)' = a·s^a t^(b+1) -
+// b·s^(a+1) t^b. Whichever of s, t is small only scales small terms: no large terms cancel (a polynomial
+// in s alone lost ~4x per order in fp32 for x > 0, 1.9e-3 relative at the 7th). Orders 1, 2 closed form.
 template <typename A>
 SWISK_FN A sk_silu_deriv(A x, sk_i32 m) {
   const A e = sk_exp(x < A(0) ? x : -x), r = A(1) / (A(1) + e);
@@ -210,15 +212,20 @@ SWISK_FN A sk_silu_deriv(A x, sk_i32 m) {
   if (m == 1) return sp * (A(1) + x * sm);
   if (m == 2) return sp * sm * (A(2) + x * (sm - sp));
   const sk_i32 D = SWISK_MAX_SILU_DERIVATIVE + 2;
-  A c[D], prev = A(0), cur = A(0);  // coefficients of P_j, by powers of s
-  for (sk_i32 i = 0; i < D; ++i) c[i] = i == 1 ? A(1) : A(0);
+  A c[D], tp[D], prev = A(0), cur = A(0);  // c[a]: the coefficient of s^a t^(j+1-a); tp[b] = t^b
+  tp[0] = A(1);
+  for (sk_i32 b = 1; b < D; ++b) tp[b] = tp[b - 1] * sm;
+  for (sk_i32 a = 0; a < D; ++a) c[a] = a == 1 ? A(1) : A(0);
   for (sk_i32 j = 0; j <= SWISK_MAX_SILU_DERIVATIVE; ++j) {
     if (j > m) break;
-    A val = A(0);
-    for (sk_i32 i = D - 1; i >= 0; --i) val = val * sp + c[i];
+    A val = A(0), sa = A(1);
+    for (sk_i32 a = 0; a < D; ++a) {
+      if (a <= j + 1) val += c[a] * sa * tp[j + 1 - a];
+      sa *= sp;
+    }
     prev = cur;
     cur = val;
-    for (sk_i32 i = D - 1; i >= 1; --i) c[i] = A(i) * c[i] - A(i - 1) * c[i - 1];
+    for (sk_i32 a = D - 1; a >= 1; --a) c[a] = A(a) * c[a] - A(j + 2 - a) * c[a - 1];
     c[0] = A(0);
   }
   return x * cur + A(m) * prev;
