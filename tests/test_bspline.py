@@ -206,7 +206,7 @@ def test_bad_inputs():
                 swisk.ops.kan_expand(x.double(), g.double(), 3)
             with pytest.raises(TypeError, match=r"\[sketch\] x: float64 is not supported"):
                 swisk.ops.sketch(x.double(), "gaussian", 2, 0)
-            with pytest.raises(TypeError, match=r"\[kan_conv\] x: float64 is not supported"):
+            with pytest.raises(TypeError, match=r"\[kan_conv1d\] x: float64 is not supported"):
                 swisk.ops.kan_conv1d(torch.randn(1, 4, 5, dtype=torch.float64), g.double(), None,
                                      torch.randn(2, 4 * (g.shape[1] - 4), 3, dtype=torch.float64), None, 3)
 

@@ -115,5 +115,5 @@ def test_bad_arguments_and_inputs():
         layer(torch.randn(1, 3, 5, 5))
     with pytest.raises(TypeError, match=r"\[KANConv2d\] input"):
         layer(torch.randn(1, 4, 5, 5, dtype=F64))
-    with pytest.raises(ValueError, match=r"\[kan_conv\] x"):
+    with pytest.raises(ValueError, match=r"\[kan_conv2d\] x"):
         layer(torch.randn(1, 4, 2, 2))

@@ -135,8 +135,13 @@ def _public(d: int):
         stride = _tuple(name, "stride", stride, d, 1)
         dilation = _tuple(name, "dilation", dilation, d, 1)
         pads = _padding(name, padding, d, stride, dilation, spline_weight.shape[2:])
-        return _kan_conv(x, grid, base_weight, spline_weight, spline_scaler, spline_order, stride, pads, dilation,
-                         groups, base_activation)
+        try:
+            return _kan_conv(x, grid, base_weight, spline_weight, spline_scaler, spline_order, stride, pads,
+                             dilation, groups, base_activation)
+        except (TypeError, ValueError) as e:  # the shared op's errors, under the name the caller used
+            if not str(e).startswith("[kan_conv]"):
+                raise
+            raise (ValueError if isinstance(e, ValueError) else TypeError)(f"[{name}]{str(e)[10:]}") from None
 
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = "swisk.ops"
