@@ -40,9 +40,19 @@ class BlockBarrier {
       cv_.notify_all();
       return true;
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    // Stuck: no thread of the block arrived for 60 s, and none in a further 10 s after that wait ran
+    // out (a process stopped for minutes, e.g. by SIGSTOP, runs out every deadline at once on waking).
+    using clock = std::chrono::steady_clock;
+    auto deadline = clock::now() + std::chrono::seconds(60);
+    unsigned seen = count_;
+    bool grace = false;
     while (gen == gen_ && !failed_) {
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && gen == gen_ && !failed_) {
+      if (cv_.wait_until(lock, deadline) != std::cv_status::timeout || gen != gen_ || failed_) continue;
+      if (count_ != seen || !grace) {
+        grace = count_ == seen;
+        seen = count_;
+        deadline = clock::now() + std::chrono::seconds(grace ? 10 : 60);
+      } else {
         fail_locked("barrier never filled (a thread is stuck or skipped it)");
       }
     }
