@@ -18,6 +18,7 @@
 #include "vec_math.h"
 
 namespace swisk::cpu {
+namespace {
 
 // v's lanes in the order idx gives (lane l of the result is v[idx[l]]), indices known at run time.
 template <typename A>
@@ -278,4 +279,5 @@ void direct_backward(Ctx<A, A> c, const KanLinearBackwardArgs& a, const A* gy) {
   });
 }
 
+}  // namespace
 }  // namespace swisk::cpu

@@ -13,6 +13,7 @@
 #include "vec_math.h"
 
 namespace swisk::cpu {
+namespace {
 
 constexpr int64_t kFeats = 16;  // forward: features per block (their weight tiles stay in L1)
 constexpr int64_t kRows = 128;  // forward: most rows per block (they reuse those tiles)
@@ -170,4 +171,5 @@ void backward_locals(const Ctx<T, A>& c, int64_t n0, int64_t nn, int64_t lo, int
   }
 }
 
+}  // namespace
 }  // namespace swisk::cpu

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -16,7 +17,10 @@
 #include "swisk/ops/kan.h"
 #include "vec_math.h"
 
+// Internal to each file that includes it (cpu/kan.cpp, cpu/kan_backward.cpp): their target_clones
+// templates are never one symbol shared by two files.
 namespace swisk::cpu {
+namespace {
 
 // Repacking: vectors of a parameter row prefetched ahead (lanes rows stream at once). Fused fwd+bwd, 1
 // thread, medians of alternating builds, b1 1000->1000, in 64-byte vectors: 4 vectors 12.6 ms against 8's
@@ -288,4 +292,47 @@ void unpack_chunk(const Ctx<T, A>& c, const KanLinearBackwardArgs& a, A* gwt) {
   });
 }
 
+
+// The uniform-knot path's knots where it applies (fp32/fp64, every feature's knots uniform; orders >= 2
+// with derivatives), else none.
+template <typename T, typename A>
+std::unique_ptr<UniformKnots<A>> uniform_knots(const KanParams& p, const T* grid, bool deriv) {
+  if constexpr (uniform_dtype<T>()) {
+    BsplineParams b{};
+    b.rows = p.rows, b.in = p.in, b.n_knots = p.n_knots, b.order = p.order, b.n_basis = p.n_basis;
+    b.deriv = deriv ? 1 : 0;
+    auto u = std::make_unique<UniformKnots<A>>(grid, b);
+    if (u->all) return u;
+  }
+  return nullptr;
+}
+
+// Calls f(std::integral_constant<int, K>) for the runtime spline order.
+template <class F>
+void dispatch_order(int k, F&& f) {
+  switch (k) {
+    case 0: return f(std::integral_constant<int, 0>{});
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
+    default: return f(std::integral_constant<int, 7>{});
+  }
+}
+static_assert(SWISK_MAX_SPLINE_ORDER == 7, "dispatch_order covers orders 0..7");
+
+template <typename T>
+Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& x, const TensorView& grid,
+                                          const TensorView& bw, const TensorView& sw, const TensorView& sc,
+                                          const TensorView& work, const KanCpuLayout& lay) {
+  using A = typename sk_acc<T>::type;
+  A* base = work.ptr<A>();
+  return Ctx<T, A>{p,    x.ptr<const T>(), grid.ptr<const T>(), bw.ptr<const T>(), sw.ptr<const T>(),
+                   sc.ptr<const T>(), base, base + lay.wt, lay.ns, lay.nq, lay.outp, 0, lay.outc, 0, lay.inc,
+                   lay.nq > lay.ns + 1, kLanes<A>, lay.nq * kLanes<A>, lay.nq * lay.outp, nullptr, nullptr};
+}
+
+}  // namespace
 }  // namespace swisk::cpu
