@@ -371,6 +371,32 @@ def test_cpu_fused_backward_tiles(rng, registers):
     assert float(out.stdout) <= 1e-11, f"{out.stdout} (seed {seed})"
 
 
+def test_cpu_kernels_of_the_other_vector_width():
+    """The CPU KAN kernels are built twice where GCC clones them (x86-64 Linux): in 32-byte vectors and in
+    64-byte ones for AVX-512 CPUs; a process runs one (build_info's cpu_vector_bytes). The CPU fused tests
+    (every path: blocks, chunks, tiles, few rows and features, direct backward, every order, non-finite
+    values) run again in a process with the other width (SWISK_CPU_VEC_BYTES); 64 bytes on a CPU without
+    AVX-512 run the baseline clone of that build."""
+    info = swisk.build_info()
+    assert info["cpu_vector_bytes"] in (32, 64)
+    if "SWISK_CPU_VEC_BYTES" not in os.environ and info["cpu_isa"] != "avx512":
+        assert info["cpu_vector_bytes"] == 32
+    other = str(96 - info["cpu_vector_bytes"])
+    env = dict(os.environ, SWISK_CPU_VEC_BYTES=other)
+    probe = subprocess.run([sys.executable, "-c", "import swisk; print(swisk.build_info()['cpu_vector_bytes'])"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    if probe.stdout.strip() != other:
+        pytest.skip(f"this build has one CPU vector width ({probe.stdout.strip()} bytes)")
+    tests = os.path.dirname(os.path.abspath(__file__))
+    keys = "cpu_fused or cpu_direct or every_order_cpu or nonfinite or few_rows or (cpu and fused)"
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                          os.path.join(tests, "test_kan_linear.py"), "-k", keys], env=env, capture_output=True,
+                         text=True, timeout=1800, cwd=tests)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and " failed" not in run.stdout
+
+
 @pytest.mark.parametrize("fin", [1, 2, 5, 7, 10, 16])
 @pytest.mark.parametrize("order", [1, 3])
 def test_cpu_fused_few_features(rng, fin, order):

@@ -103,5 +103,7 @@ int cpu_threads();  // threads a CPU kernel would use now: torch.get_num_threads
 // The instruction set the CPU kernels' clones run with here: "avx512", "avx2" (x86-64-v4 / v3), or
 // "baseline" (other x86-64 CPUs, and builds without clones: other architectures, sanitizers).
 std::string cpu_isa();
+// The vector bytes of the CPU KAN kernels here: 64 (their AVX-512 build) or 32 (cpu/clones.h).
+int cpu_vector_bytes();
 
 }  // namespace swisk

@@ -32,18 +32,20 @@
 #include "vec_math.h"
 
 namespace swisk::cpu {
+inline namespace SK_VEC_ABI {  // this build's vector width (vec_math.h): cpu/wide/ builds it again
 void kan_linear_backward(const KanLinearBackwardArgs& a);  // cpu/kan_backward.cpp
+}
 
 namespace {
 
 // a[0, NV) += feature f's K+2 weight rows (w: its silu row) times its coefficients. Rows are a vector
 // apart (Ctx::rs == lanes): constant offsets, so each multiply-add's address is a register plus one.
 template <int K, int NV, typename A>
-SK_VEC_INLINE void add_feature(V32<A>* a, const A* w, int64_t vs, const Local<K, A, false>& l) {
+SK_VEC_INLINE void add_feature(VW<A>* a, const A* w, int64_t vs, const Local<K, A, false>& l) {
   constexpr int64_t L = kLanes<A>;
   const A* ws = w + l.row * L;
   for (int v = 0; v < NV; ++v) {
-    V32<A> t = a[v] + l.c[0] * vload(w + v * vs);
+    VW<A> t = a[v] + l.c[0] * vload(w + v * vs);
     for (int q = 0; q <= K; ++q) t += l.c[q + 1] * vload(ws + q * L + v * vs);
     a[v] = t;
   }
@@ -54,7 +56,7 @@ SK_VEC_INLINE void add_feature(V32<A>* a, const A* w, int64_t vs, const Local<K,
 template <int K, int NV, typename A>
 SK_VEC_INLINE void forward_tile(A* acc, const A* w, int64_t fs, int64_t vs, const Local<K, A, false>* l,
                                 int64_t nf) {
-  using V = V32<A>;
+  using V = VW<A>;
   constexpr int64_t L = kLanes<A>;
   V a[NV], b[NV];
   for (int v = 0; v < NV; ++v) a[v] = vload(acc + v * L), b[v] = V{};
@@ -180,10 +182,12 @@ void unpack(const KanUnpackArgs& a) {
 
 }  // namespace
 
+inline namespace SK_VEC_ABI {
 void register_kan(Registry& r) {
   r.add<KanUnpackArgs>("kan_unpack", Backend::cpu, &unpack);
   r.add<KanLinearArgs>("kan_linear", Backend::cpu, &forward);
   r.add<KanLinearBackwardArgs>("kan_linear_backward", Backend::cpu, &kan_linear_backward);
 }
+}  // inline namespace SK_VEC_ABI
 
 }  // namespace swisk::cpu

@@ -32,7 +32,7 @@ constexpr int64_t kLocalBytes = 8 << 20;  // backward: the locals of a tile of r
 template <int K, int G, typename A>
 SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, const A* sc, int64_t rs, int64_t vs, int64_t out,
                            const A* const* gy, const Local<K, A, true>* const* l, A* res) {
-  using V = V32<A>;
+  using V = VW<A>;
   constexpr int64_t L = kLanes<A>;
   V acc[G][K + 2];
   for (int g = 0; g < G; ++g)
@@ -68,7 +68,7 @@ SK_VEC_INLINE void dx_rows(const A* w0, const A* ws, const A* sc, int64_t rs, in
 template <int K, int NV, typename A>
 SK_VEC_INLINE void dw_tile(A* g0, A* gs, int64_t rs, int64_t vs, const A* const* gy,
                            const Local<K, A, true>* const* l, int64_t m, int64_t o) {
-  using V = V32<A>;
+  using V = VW<A>;
   constexpr int64_t L = kLanes<A>;
   V a[K + 2][NV];
   g0 += o / L * vs, gs += o / L * vs;
@@ -183,6 +183,7 @@ void nan_features(const KanLinearBackwardArgs& a, const KanParams& p) {
 
 }  // namespace
 
+inline namespace SK_VEC_ABI {
 void kan_linear_backward(const KanLinearBackwardArgs& a) {
   if (!a.need_x && !a.need_weights) return;
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
@@ -258,4 +259,5 @@ void kan_linear_backward(const KanLinearBackwardArgs& a) {
   });
 }
 
+}  // inline namespace SK_VEC_ABI
 }  // namespace swisk::cpu

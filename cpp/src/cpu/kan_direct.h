@@ -22,9 +22,9 @@ namespace {
 
 // v's lanes in the order idx gives (lane l of the result is v[idx[l]]), indices known at run time.
 template <typename A>
-SK_VEC_INLINE V32<A> vpermute(V32<A> v, typename Vec32<A>::index idx) {
+SK_VEC_INLINE VW<A> vpermute(VW<A> v, typename VecW<A>::index idx) {
 #if defined(__clang__)
-  V32<A> r;
+  VW<A> r;
   for (int64_t l = 0; l < kLanes<A>; ++l) r[l] = v[idx[l]];
   return r;
 #else
@@ -34,8 +34,8 @@ SK_VEC_INLINE V32<A> vpermute(V32<A> v, typename Vec32<A>::index idx) {
 
 // A vector of lane indices from memory (one vector's bytes at p).
 template <typename A, typename Lane>
-SK_VEC_INLINE typename Vec32<A>::index lane_index(const Lane* p) {
-  typename Vec32<A>::index v;
+SK_VEC_INLINE typename VecW<A>::index lane_index(const Lane* p) {
+  typename VecW<A>::index v;
   __builtin_memcpy(&v, p, sizeof(v));
   return v;
 }
@@ -45,12 +45,12 @@ SK_VEC_INLINE typename Vec32<A>::index lane_index(const Lane* p) {
 // f0[b], how many scalers from there lie in the row nf[b], and each lane's feature counted from f0[b].
 template <typename A>
 struct DirectOperands {
-  using Lane = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;  // Vec32<A>::index's lanes
+  using Lane = std::conditional_t<sizeof(A) == 4, int32_t, int64_t>;  // VecW<A>::index's lanes
   int64_t cols, colsp, inp;
   std::vector<A> bx, sl;
   std::vector<int64_t> f0, nf;
   std::vector<Lane> idx;  // lanes per block (a vector type's alignment is lost in a template argument)
-  typename Vec32<A>::index lanes(int64_t b) const { return lane_index<A>(idx.data() + b * kLanes<A>); }
+  typename VecW<A>::index lanes(int64_t b) const { return lane_index<A>(idx.data() + b * kLanes<A>); }
 };
 
 template <int K, typename A>
@@ -94,7 +94,7 @@ DirectOperands<A> direct_operands(const Ctx<A, A>& c) {
 // y[r, o] for the R rows and outputs [lo, hi).
 template <int R, typename A>
 SK_CLONES_FLAT void direct_outputs(const Ctx<A, A>& c, const DirectOperands<A>& d, A* y, int64_t lo, int64_t hi) {
-  using V = V32<A>;
+  using V = VW<A>;
   constexpr int64_t L = kLanes<A>;
   const KanParams& p = c.p;
   const int64_t in = p.in, cols = d.cols, full = cols / L, tail = cols - full * L;
@@ -155,7 +155,7 @@ struct DirectBack {
   std::vector<Local<K, A, true>> loc;  // (in, rows)
   std::vector<A> bx, sl;               // dense bases (rows, colsp), silu (rows, inp), zero-padded
   std::vector<typename DirectOperands<A>::Lane> idx;  // per vector of a block's columns: each lane's feature
-  typename Vec32<A>::index lanes(int64_t v) const { return lane_index<A>(idx.data() + v * kLanes<A>); }
+  typename VecW<A>::index lanes(int64_t v) const { return lane_index<A>(idx.data() + v * kLanes<A>); }
 };
 
 constexpr int64_t kDirectTileBytes = 192 << 10;  // a tile's sums and bases (q, bx): within L2
@@ -165,7 +165,7 @@ constexpr int64_t kDirectTileBytes = 192 << 10;  // a tile's sums and bases (q, 
 template <int K, int RT, typename A>
 SK_CLONES_FLAT void direct_back_tile(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, const DirectBack<K, A>& d,
                                      const A* gy, int64_t b0, int64_t b1, A* q, A* qb, A* pr) {
-  using V = V32<A>;
+  using V = VW<A>;
   constexpr int64_t L = kLanes<A>;
   const KanParams& p = c.p;
   const int R = RT > 0 ? RT : int(d.rows);

@@ -25,8 +25,8 @@ namespace {
 // Repacking: vectors of a parameter row prefetched ahead (lanes rows stream at once). Fused fwd+bwd, 1
 // thread, medians of alternating builds, b1 1000->1000, in 64-byte vectors: 4 vectors 12.6 ms against 8's
 // 13.4, 2 14.1 against 4's 13.0, 32 16.3 against 8's 13.3; b100 1000->1000: 4 35.9 against 8's 36.6 ms.
-// The same 256 bytes in today's 32-byte vectors.
-constexpr int64_t kAhead = 256 / 32;
+// The same 256 bytes in vectors of either width.
+constexpr int64_t kAhead = 256 / SK_VEC_BYTES;
 constexpr int64_t kAheadFeatures = 4;  // (un)packing: features whose block of rows is prefetched ahead
 
 // Prefetches the nq rows (of lanes) at w, for reading, or for writing with W.
@@ -75,10 +75,10 @@ void knot_inverses(const Ctx<T, A>& c) {
 // v[l] = n elements of row l (rows stride apart from r) for l < m, else zeros; each row's vector kAhead
 // ahead prefetched (lanes rows in step: the hardware's streams lag).
 template <typename A>
-SK_VEC_INLINE void load_rows(V32<A>* v, const A* r, int64_t stride, int64_t m, int64_t n) {
+SK_VEC_INLINE void load_rows(VW<A>* v, const A* r, int64_t stride, int64_t m, int64_t n) {
   for (int64_t l = 0; l < kLanes<A>; ++l) {
     if (l < m) __builtin_prefetch(r + l * stride + kAhead * kLanes<A>);
-    v[l] = l < m ? vload_part(r + l * stride, n) : V32<A>{};
+    v[l] = l < m ? vload_part(r + l * stride, n) : VW<A>{};
   }
 }
 
@@ -88,7 +88,7 @@ SK_VEC_INLINE void load_rows(V32<A>* v, const A* r, int64_t stride, int64_t m, i
 // or NaN.
 template <typename A>
 SK_VEC_INLINE A pack_block(const Ctx<A, A>& c, int64_t ob, A* s) {
-  using V = V32<A>;
+  using V = VW<A>;
   constexpr int64_t L = kLanes<A>;
   const KanParams& p = c.p;
   const int64_t in = p.in, nb = p.n_basis;
@@ -200,7 +200,7 @@ void for_chunks(Ctx<T, A>& c, const KanCpuLayout& lay, F&& f) {
 // gradient vectors (ic · lanes).
 template <typename A>
 SK_VEC_INLINE void unpack_block(const Ctx<A, A>& c, const KanLinearBackwardArgs& a, A* gwt, int64_t ob, A* ds) {
-  using V = V32<A>;
+  using V = VW<A>;
   constexpr int64_t L = kLanes<A>;
   const KanParams& p = c.p;
   const int64_t in = p.in, nb = p.n_basis, sr = (1 + c.ns) * c.rs;  // sr: the scalers' row

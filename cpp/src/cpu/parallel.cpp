@@ -60,4 +60,5 @@ namespace swisk {
 std::string openmp_runtime() { return cpu::openmp().name; }
 int cpu_threads() { return cpu::max_threads(); }
 std::string cpu_isa() { return cpu::clone_isa(); }
+int cpu_vector_bytes() { return cpu::kan_vector_bytes(); }
 }  // namespace swisk

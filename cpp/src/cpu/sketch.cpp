@@ -124,15 +124,15 @@ static void generate(const SketchMatrixArgs& a) {
 // result is bitwise swisk.reference.sketch.fwht's.
 // One stage at distance H < lanes inside a vector: lane i pairs with lane i ^ H.
 template <int H, typename A, int... I>
-static inline V32<A> lane_stage(V32<A> v, std::integer_sequence<int, I...>) {
+static inline VW<A> lane_stage(VW<A> v, std::integer_sequence<int, I...>) {
   constexpr int L = sizeof...(I);
-  const V32<A> s = vshuffle2<A, (I ^ H)...>(v, v);
-  const V32<A> sum = v + s, dif = s - v;  // lower lane: b[i] + b[i + H]; upper lane: b[i - H] - b[i]
+  const VW<A> s = vshuffle2<A, (I ^ H)...>(v, v);
+  const VW<A> sum = v + s, dif = s - v;  // lower lane: b[i] + b[i + H]; upper lane: b[i - H] - b[i]
   return vshuffle2<A, ((I & H) ? I + L : I)...>(sum, dif);
 }
 
 template <typename A>
-static inline V32<A> in_vector_stages(V32<A> v) {
+static inline VW<A> in_vector_stages(VW<A> v) {
   constexpr auto I = std::make_integer_sequence<int, int(kLanes<A>)>();
   v = lane_stage<1, A>(v, I), v = lane_stage<2, A>(v, I);
   if constexpr (kLanes<A> > 4) v = lane_stage<4, A>(v, I);
@@ -144,7 +144,7 @@ static inline V32<A> in_vector_stages(V32<A> v) {
 // with the stage at n / 2 when `last`.
 template <typename A>
 static void vector_stages(A* __restrict b, int64_t n, int64_t h0, int64_t h1, bool last, A scale) {
-  using V = V32<A>;
+  using V = VW<A>;
   constexpr int64_t L = kLanes<A>;
   int64_t h = h0;
   for (; 4 * h <= h1; h *= 4) {
@@ -179,7 +179,7 @@ SK_CLONES_FLAT static void fwht_row(const A* src, A* dst, int64_t n, A scale) {
   const int64_t chunk = std::min(n, kChunk);
   for (int64_t c = 0; c < n; c += chunk) {
     for (int64_t i = c; i < c + chunk; i += L) {
-      V32<A> v = in_vector_stages<A>(vload(src + i));
+      VW<A> v = in_vector_stages<A>(vload(src + i));
       if (n == L) v *= scale;
       vstore(dst + i, v);
     }

@@ -134,7 +134,7 @@ SK_CLONES_FLAT void sparse_sketch_rows(const SketchParams& p, const SparseColumn
     const int64_t nc = std::min(kSparseCols, n - c0);
     tile_in(x + r0 * n + c0, n, nr, nc, xt);
     for (int64_t j = 0; j < nc; ++j) {
-      const V32<A> v = vload(xt + j * L);
+      const VW<A> v = vload(xt + j * L);
       const sk_u32* row = t.row.data() + (c0 + j) * nnz;
       const float* val = t.val.data() + (c0 + j) * nnz;
       A* acc = yt + ((c0 + j) % copies) * k * L;
@@ -161,7 +161,7 @@ SK_CLONES_FLAT void sparse_transpose_rows(const SketchParams& p, const SparseCol
     for (int64_t j = 0; j < nc; ++j) {
       const sk_u32* row = t.row.data() + (c0 + j) * nnz;
       const float* val = t.val.data() + (c0 + j) * nnz;
-      V32<A> acc = vload(gt + int64_t(row[0]) * L) * A(val[0]);
+      VW<A> acc = vload(gt + int64_t(row[0]) * L) * A(val[0]);
       for (int64_t m = 1; m < nnz; ++m) acc += vload(gt + int64_t(row[m]) * L) * A(val[m]);
       vstore(ot + j * L, acc);
     }

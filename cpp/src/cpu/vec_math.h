@@ -1,7 +1,8 @@
-// 32-byte vectors of the CPU loops (GCC/clang vector extensions: one AVX2 register; AVX-512 clones
-// have 32 of them), and exp / sin / cos as straight-line polynomial code (no libm calls, selects
-// instead of branches), so GCC vectorises loops over them; float and double, within a few ulp on the
-// ranges the kernels use.
+// The CPU loops' vectors, SK_VEC_BYTES wide: 32 (one AVX2 register; AVX-512 clones have 32 of them),
+// or 64 in the files built a second time for AVX-512 (cpu/wide/: one zmm register), each build in its
+// own inline namespace (w32, w64) so that no symbol of one stands for the other; and exp / sin / cos
+// as straight-line polynomial code (no libm calls, selects instead of branches), so GCC vectorises
+// loops over them; float and double, within a few ulp on the ranges the kernels use.
 // vsincos is exact in its reduction only for |x| <= VecTraits::sincos_fast_max; sincos_far (scalar,
 // Payne–Hanek) serves larger arguments, and CpuVecMathExact picks between the two per value.
 #pragma once
@@ -15,45 +16,52 @@
 #pragma GCC diagnostic ignored "-Wpsabi"  // the vectors never cross a call: always inlined into the clones
 #endif
 
+#ifndef SK_VEC_BYTES
+#define SK_VEC_BYTES 32
+#define SK_VEC_ABI w32
+#endif
+
 namespace swisk::cpu {
+inline namespace SK_VEC_ABI {
 
-// Vec32<A>: 32 bytes of A, and the integer lane indices of a same-shaped shuffle (GCC's __builtin_shuffle
+// VecW<A>: SK_VEC_BYTES of A, and the integer lane indices of a same-shaped shuffle (GCC's __builtin_shuffle
 // takes them as a vector: GCC 11 has no __builtin_shufflevector; clang has no __builtin_shuffle).
-template <typename A> struct Vec32;
-template <> struct Vec32<float> {
-  typedef float type __attribute__((vector_size(32)));
-  typedef int32_t index __attribute__((vector_size(32)));
+template <typename A> struct VecW;
+template <> struct VecW<float> {
+  typedef float type __attribute__((vector_size(SK_VEC_BYTES)));
+  typedef int32_t index __attribute__((vector_size(SK_VEC_BYTES)));
 };
-template <> struct Vec32<double> {
-  typedef double type __attribute__((vector_size(32)));
-  typedef int64_t index __attribute__((vector_size(32)));
+template <> struct VecW<double> {
+  typedef double type __attribute__((vector_size(SK_VEC_BYTES)));
+  typedef int64_t index __attribute__((vector_size(SK_VEC_BYTES)));
 };
-// 32 bytes, not 64: GCC splits a 64-byte vector on an AVX2 clone through the stack (a scalar's
-// broadcast as 16 stores, accumulators reloaded per operation); the fused kan_linear forward ran ~10x
-// slower than the GEMM route on an AVX2 EPYC (2026-11-27), while 32-byte vectors give plain ymm code.
-template <typename A> using V32 = typename Vec32<A>::type;
-template <typename A> constexpr int64_t kLanes = int64_t(32 / sizeof(A));
+// 32 bytes but in the AVX-512 build: GCC splits a 64-byte vector on an AVX2 clone through the stack (a
+// scalar's broadcast as 16 stores, accumulators reloaded per operation); the fused kan_linear forward
+// ran ~10x slower than the GEMM route on an AVX2 EPYC (2026-11-27), while 32-byte vectors give plain
+// ymm code.
+template <typename A> using VW = typename VecW<A>::type;
+template <typename A> constexpr int64_t kLanes = int64_t(SK_VEC_BYTES / sizeof(A));
 
-template <typename A> SK_VEC_INLINE V32<A> vload(const A* p) { V32<A> v; __builtin_memcpy(&v, p, 32); return v; }
-template <typename A> SK_VEC_INLINE void vstore(A* p, V32<A> v) { __builtin_memcpy(p, &v, 32); }
+template <typename A> SK_VEC_INLINE VW<A> vload(const A* p) { VW<A> v; __builtin_memcpy(&v, p, SK_VEC_BYTES); return v; }
+template <typename A> SK_VEC_INLINE void vstore(A* p, VW<A> v) { __builtin_memcpy(p, &v, SK_VEC_BYTES); }
 
 // Two-source lane shuffle: lane l of the result is (a ++ b)[idx[l]], indices known at compile time.
 template <typename A, int... I>
-SK_VEC_INLINE V32<A> vshuffle2(V32<A> a, V32<A> b) {
+SK_VEC_INLINE VW<A> vshuffle2(VW<A> a, VW<A> b) {
 #if defined(__clang__)
   return __builtin_shufflevector(a, b, I...);
 #else
-  return __builtin_shuffle(a, b, typename Vec32<A>::index{I...});
+  return __builtin_shuffle(a, b, typename VecW<A>::index{I...});
 #endif
 }
 
 // One step of vtranspose: within every 2H x 2H block, swap the off-diagonal H x H blocks.
 template <int H, typename A, int... I>
-SK_VEC_INLINE void vtranspose_step(V32<A>* v, std::integer_sequence<int, I...>) {
+SK_VEC_INLINE void vtranspose_step(VW<A>* v, std::integer_sequence<int, I...>) {
   constexpr int L = int(kLanes<A>);
   for (int k = 0; k < L; ++k) {
     if (k & H) continue;
-    const V32<A> a = v[k], b = v[k + H];
+    const VW<A> a = v[k], b = v[k + H];
     v[k] = vshuffle2<A, ((I & H) ? L + I - H : I)...>(a, b);
     v[k + H] = vshuffle2<A, ((I & H) ? L + I : I + H)...>(a, b);
   }
@@ -61,7 +69,7 @@ SK_VEC_INLINE void vtranspose_step(V32<A>* v, std::integer_sequence<int, I...>) 
 
 // v[0, lanes): a lanes x lanes matrix by rows, transposed in registers (lanes · log2(lanes) shuffles).
 template <typename A>
-SK_VEC_INLINE void vtranspose(V32<A>* v) {
+SK_VEC_INLINE void vtranspose(VW<A>* v) {
   using S = std::make_integer_sequence<int, int(kLanes<A>)>;
   if constexpr (kLanes<A> > 8) vtranspose_step<8, A>(v, S{});
   if constexpr (kLanes<A> > 4) vtranspose_step<4, A>(v, S{});
@@ -71,13 +79,13 @@ SK_VEC_INLINE void vtranspose(V32<A>* v) {
 
 // v + v with lane l paired to lane l ^ H.
 template <int H, typename A, int... I>
-SK_VEC_INLINE V32<A> vfold(V32<A> v, std::integer_sequence<int, I...>) {
+SK_VEC_INLINE VW<A> vfold(VW<A> v, std::integer_sequence<int, I...>) {
   return v + vshuffle2<A, (I ^ H)...>(v, v);
 }
 
 // The sum of v's lanes, as a tree of halves (log2(lanes) shuffles and adds).
 template <typename A>
-SK_VEC_INLINE A vsum(V32<A> v) {
+SK_VEC_INLINE A vsum(VW<A> v) {
   using S = std::make_integer_sequence<int, int(kLanes<A>)>;
   if constexpr (kLanes<A> > 8) v = vfold<8, A>(v, S{});
   if constexpr (kLanes<A> > 4) v = vfold<4, A>(v, S{});
@@ -88,14 +96,14 @@ SK_VEC_INLINE A vsum(V32<A> v) {
 
 // The first n (<= lanes) elements at p, zeros after; and a store of the first n lanes.
 template <typename A>
-SK_VEC_INLINE V32<A> vload_part(const A* p, int64_t n) {
+SK_VEC_INLINE VW<A> vload_part(const A* p, int64_t n) {
   if (n == kLanes<A>) return vload(p);
   A t[kLanes<A>] = {};
   for (int64_t l = 0; l < n; ++l) t[l] = p[l];
   return vload(t);
 }
 template <typename A>
-SK_VEC_INLINE void vstore_part(A* p, V32<A> v, int64_t n) {
+SK_VEC_INLINE void vstore_part(A* p, VW<A> v, int64_t n) {
   if (n == kLanes<A>) return vstore(p, v);
   for (int64_t l = 0; l < n; ++l) p[l] = v[l];
 }
@@ -302,4 +310,5 @@ struct CpuVecMathExact : CpuVecMath {
   static A cos(A x) { return vsincos_exact<A>(x).c; }
 };
 
+}  // inline namespace SK_VEC_ABI
 }  // namespace swisk::cpu
