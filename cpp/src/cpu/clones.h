@@ -1,8 +1,8 @@
 // Run-time ISA dispatch of the CPU hot loops: one clone per x86-64 ISA level (AVX-512, AVX2+FMA) and a
 // baseline. The KAN kernels (cpu/kan.cpp, kan_backward.cpp) are built twice where clones are: in
 // 32-byte vectors with AVX2 and baseline clones, and in 64-byte vectors (cpu/wide/) with AVX-512 and
-// baseline ones; kan_vector_bytes picks one build per process. ISA levels, not "arch=haswell": GCC dispatches an arch= clone on the CPU model, so an AMD
-// CPU got the baseline. Not under sanitizers: their runtimes are not up when the loader runs the
+// baseline ones; kan_vector_bytes picks one build per process. ISA levels, not "arch=haswell": GCC
+// dispatches an arch= clone on the CPU model, so an AMD CPU got the baseline. Not under sanitizers: their runtimes are not up when the loader runs the
 // clones' ifunc resolvers. SK_CLONES_FLAT also inlines everything the function calls.
 #pragma once
 

@@ -112,12 +112,7 @@ void forward(const KanLinearArgs& a) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
     auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work, lay);
-    const auto uv = uniform_knots<T, A>(p, c.grid, false);
-    c.uv = uv.get();
-    const bool few = uv && p.in > 0 && p.in < uint32_t(uniform_lanes<A>());  // locals_by_rows
-    const UniformKnots<A> ut = few ? uv->tiled(p.in) : UniformKnots<A>();
-    if (ut.all) c.ut = &ut;
-    knot_inverses(c);
+    const CallKnots<T, A> knots(c, false);
     T* y = a.out.ptr<T>();
     if constexpr (std::is_same_v<T, A>) {
       if (kan_cpu_direct(p.rows, a.x.dtype))

@@ -192,12 +192,7 @@ void kan_linear_backward(const KanLinearBackwardArgs& a) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
     auto c = make_ctx<T>(p, a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.work, lay);
-    const auto ud = uniform_knots<T, A>(p, c.grid, true);
-    c.ud = ud.get();
-    const bool few = ud && p.in > 0 && p.in < uint32_t(uniform_lanes<A>());  // locals_by_rows
-    const UniformKnots<A> ut = few ? ud->tiled(p.in) : UniformKnots<A>();
-    if (ut.all) c.ut = &ut;
-    knot_inverses(c);
+    const CallKnots<T, A> knots(c, true);
     const T* gy_t = a.grad_out.ptr<const T>();
     if constexpr (std::is_same_v<T, A>) {
       if (kan_cpu_direct(p.rows, a.x.dtype, true)) {

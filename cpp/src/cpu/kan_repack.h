@@ -307,6 +307,22 @@ std::unique_ptr<UniformKnots<A>> uniform_knots(const KanParams& p, const T* grid
   return nullptr;
 }
 
+// The call's knots set on c: its uniform knots where they apply (ud with derivatives: the backward),
+// their row-tiled form for fewer features than lanes (locals_by_rows), and the knot-difference
+// reciprocals. Owns what c points to: a local of the call, never moved.
+template <typename T, typename A>
+struct CallKnots {
+  std::unique_ptr<UniformKnots<A>> u;
+  UniformKnots<A> tiled;
+  CallKnots(Ctx<T, A>& c, bool backward) : u(uniform_knots<T, A>(c.p, c.grid, backward)) {
+    (backward ? c.ud : c.uv) = u.get();
+    if (u && c.p.in > 0 && c.p.in < uint32_t(uniform_lanes<A>())) tiled = u->tiled(c.p.in);
+    if (tiled.all) c.ut = &tiled;
+    knot_inverses(c);
+  }
+  CallKnots(const CallKnots&) = delete;
+};
+
 // Calls f(std::integral_constant<int, K>) for the runtime spline order.
 template <class F>
 void dispatch_order(int k, F&& f) {

@@ -139,9 +139,11 @@ def _public(d: int):
             return _kan_conv(x, grid, base_weight, spline_weight, spline_scaler, spline_order, stride, pads,
                              dilation, groups, base_activation)
         except (TypeError, ValueError) as e:  # the shared op's errors, under the name the caller used
-            if not str(e).startswith("[kan_conv]"):
+            shared = "[kan_conv]"
+            if not str(e).startswith(shared):
                 raise
-            raise (ValueError if isinstance(e, ValueError) else TypeError)(f"[{name}]{str(e)[10:]}") from None
+            raise (ValueError if isinstance(e, ValueError) else TypeError)(
+                f"[{name}]{str(e)[len(shared):]}") from None
 
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = "swisk.ops"
