@@ -1,4 +1,7 @@
 """kan_linear's GEMM route (generated A tiles, torch's GEMM) and the expansion ops it is built on."""
+import io
+import weakref
+
 import pytest
 import torch
 
@@ -78,13 +81,13 @@ def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
     go = torch.randn(9, 5, generator=rng, dtype=torch.float64)
     with swisk.config.using(kan_route="gemm"):
         y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
-        assert sw._swisk_packed is not None and len(packs) == 1
+        assert testing.held(y, "packed") is not None and len(packs) == 1
         y.backward(go)
-        assert sw._swisk_packed is None and len(packs) == 1
+        assert testing.held(y, "packed") is None and len(packs) == 1
         sw.data.mul_(0.5)  # no version change
         with torch.no_grad():
             y2 = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
-        assert getattr(sw, "_swisk_packed", None) is None and len(packs) == 2
+        assert len(packs) == 2
         assert rel_err(y2, ref(x.detach(), grid, bw.detach(), sw.detach(), sc.detach(), 3)) <= 1e-12
         y3 = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
         with torch.no_grad():
@@ -129,6 +132,36 @@ def test_held_weights_belong_to_their_forward(rng):
         assert rel_err(g, w) <= 1e-12
 
 
+def test_held_weights_live_with_their_graph_and_never_in_a_saved_module(rng):
+    """What a forward holds for its backward lives in its autograd graph: a graph dropped without a
+    backward (an evaluation with gradients on) frees the packed W; and a trained module pickles as its
+    state alone (the CPU's reused W buffer is kept beside the parameters, not on them)."""
+    x, grid, bw, sw, sc = make(rng, 9, 4, 5, 5, 3)
+    x.requires_grad_()
+    with swisk.config.using(kan_route="gemm"):
+        y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
+        w = weakref.ref(testing.held(y, "packed"))
+        assert w() is not None
+        del y
+        assert w() is None
+        layer = swisk.nn.KANLinear(16, 8).double()
+        xs = torch.randn(5, 16, generator=rng, dtype=torch.float64, requires_grad=True)
+        ys = [layer(xs) for _ in range(2)]  # the second packs elsewhere: the first's backward is pending
+        assert testing.held(ys[0], "packed") is kan_gemm._SPARES[layer.spline_weight][0]
+        assert testing.held(ys[1], "packed") is not testing.held(ys[0], "packed")
+        ys[0].sum().backward()
+        y = layer(xs)  # the buffer is free again: reused (a training step allocates no W)
+        assert testing.held(y, "packed") is kan_gemm._SPARES[layer.spline_weight][0]
+        y.sum().backward()
+    assert not any(vars(p) for p in layer.parameters())
+
+    def pickled(obj):
+        f = io.BytesIO()
+        torch.save(obj, f)
+        return f.tell()
+    assert pickled(layer) - pickled(layer.state_dict()) < 4096  # the module's Python objects alone
+
+
 def test_a_first_layer_holds_no_packed_weights(rng, monkeypatch):
     """x needs no gradient (a network's first layer): the backward has no dA = gy·W, so forward holds
     no W for it (its memory would stay allocated until the backward) and nothing packs twice."""
@@ -138,7 +171,7 @@ def test_a_first_layer_holds_no_packed_weights(rng, monkeypatch):
     x, grid, bw, sw, sc = [t if i < 2 else t.clone().requires_grad_() for i, t in enumerate(make(rng, 9, 4, 5, 5, 3))]
     with swisk.config.using(kan_route="gemm"):
         y = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
-        assert getattr(sw, "_swisk_packed", None) is None and len(packs) == 1
+        assert testing.held(y, "packed") is None and testing.held(y, "route") is True and len(packs) == 1
         y.square().sum().backward()
     assert len(packs) == 1 and x.grad is None
     want = torch.autograd.grad(ref(x, grid, bw, sw, sc, 3).square().sum(), (bw, sw, sc))

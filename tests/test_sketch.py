@@ -280,11 +280,12 @@ def test_sparse_sign_kernels_or_tiles(backend, monkeypatch, rng, dtype):
     shapes.clear()
     x = torch.randn(4, 300, generator=rng, dtype=dtype).to(dev).requires_grad_()
     gy = torch.randn(4, 6, generator=rng, dtype=torch.float64)
-    swisk.ops.sparse_sign_sketch(x, 6, 3, 8).backward(gy.to(dev, dtype))  # autograd's backward: the transpose
+    y = swisk.ops.sparse_sign_sketch(x, 6, 3, 8)
+    y.backward(gy.to(dev, dtype))  # autograd's backward: the transpose
     S = ref.sketch_matrix("sparse_sign", 6, 300, 8, torch.float64, "cpu", 3)
     torch.testing.assert_close(x.grad.cpu().double(), gy.to(dtype).double() @ S, rtol=tol, atol=tol * 10)
     assert bool(shapes) == _cuda_takes_tiles(backend, dtype, 6, 3, False)
-    assert getattr(x, "_swisk_sketch", None) is None
+    assert testing.held(y, "sketch") is None
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
@@ -443,17 +444,15 @@ def test_backward_reuses_the_forwards_single_tile(monkeypatch, rng, kind):
             assert len(calls) == tiles
             y.backward(gy)
         assert len(calls) == (1 if tiles == 1 else 2 * tiles)
-        assert getattr(x, "_swisk_sketch", None) is None
+        assert testing.held(y, "sketch") is None
         torch.testing.assert_close(x.grad, gy @ S, rtol=1e-12, atol=1e-12)
     x = torch.randn(4, 300, generator=rng, dtype=torch.float64, requires_grad=True)
-    with torch.no_grad():
-        swisk.ops.sketch(x, kind, 6, 8, nnz=3)
-    assert getattr(x, "_swisk_sketch", None) is None  # nothing held without a backward to come
     y = swisk.ops.sketch(x, kind, 6, 8, nnz=3)
-    token, key, _ = x._swisk_sketch  # (the forward's token, key, S)
-    key = list(key)
+    held = y.grad_fn.token.held
+    (name, key), = held  # what the forward holds: one S, as ("sketch", id(x)) -> (key, S)
+    key = list(held[name, key][0])
     key[3] = 9  # (kind, k, n, seed, ...): an S of seed 9 held instead
-    x._swisk_sketch = (token, tuple(key), torch.zeros(6, 300, dtype=torch.float64))
+    held[name, id(x)] = (tuple(key), torch.zeros(6, 300, dtype=torch.float64))
     y.backward(gy)
     torch.testing.assert_close(x.grad, gy @ S, rtol=1e-12, atol=1e-12)
 

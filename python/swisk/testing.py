@@ -7,8 +7,8 @@ import torch
 
 from ._backend import cuda_usable, mps_usable, use_cpu_backend
 
-__all__ = ["away_from_knots", "backend_ids", "backend", "device_of", "dtypes_of", "global_flags", "torch_flag",
-           "use_cpu_backend"]
+__all__ = ["away_from_knots", "backend_ids", "backend", "device_of", "dtypes_of", "global_flags", "held",
+           "torch_flag", "use_cpu_backend"]
 
 
 def backend_ids() -> list:
@@ -86,3 +86,10 @@ def away_from_knots(x: torch.Tensor, grid: torch.Tensor, margin: float = 1e-4, d
     knot = (xf - off)
     moved = torch.where(off.abs() < margin, knot + torch.where(off < 0, -margin, margin), xf)
     return moved.movedim(-1, dim).contiguous()
+
+
+def held(y: torch.Tensor, name: str):
+    """What the forward that gave y still holds for its backward under name ("packed", "route",
+    "sketch"; _ops/run.py hold), None if nothing."""
+    token = getattr(y.grad_fn, "token", None)
+    return next((v for (n, _), (_, v) in token.held.items() if n == name), None) if token is not None else None

@@ -7,7 +7,7 @@ import torch
 from torch.autograd import forward_ad as _forward_ad
 
 from . import formulation
-from .run import _STATE, OpSpec, _backward_of_call, _Packed, _recorded, _run, _unpacked
+from .run import OpSpec, _backward_of_call, _last_call, _Packed, _recorded, _run, _unpacked
 
 _AFTER_AUTOGRAD = torch._C._after_autograd_keyset
 # Function.apply's C entry point, without the Python wrapper around it (its default-argument binding is
@@ -36,7 +36,7 @@ def autograd_kernel(spec: OpSpec, op):
             else:
                 out = _recorded(op.redispatch, keyset & _AFTER_AUTOGRAD, *args)
             ctx.save_for_backward(*args[:n_in])
-            ctx.scalars, ctx.token = args[n_in:], _STATE.last
+            ctx.scalars, ctx.token = args[n_in:], _last_call()
             return out
 
         @staticmethod
@@ -68,7 +68,7 @@ def autograd_kernel(spec: OpSpec, op):
             ctx.primals = inputs[1:1 + n_in]
             ctx.scalars = _unpacked(inputs[1 + n_in:])
             ctx.n_rest = len(inputs) - 1 - n_in
-            ctx.token = getattr(_STATE, "last", None)  # forward ran just before, in this thread
+            ctx.token = _last_call()  # forward ran just before, in this thread
 
         @staticmethod
         def backward(ctx, *grads):

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 
 import torch
+import torch.utils.weak
 
 from .. import config
 from .run import hold, recording, take
@@ -39,32 +41,39 @@ def _key(t):
     return None if t is None else (id(t), t.data_ptr(), t._version, t.dtype, t.device)
 
 
+# On the CPU, trainable spline weights -> [their last W's buffer, the token of the forward that holds it]
+_SPARES = torch.utils.weak.WeakIdKeyDictionary()
+
+
 def _spare(bw, sw, sc):
-    """On the CPU, trainable weights keep their last W's buffer and every forward packs into it: a
-    fresh allocation of that size costs its page faults on every step. (Repacked each time: never a
-    cache.) While a pending backward holds it, a forward packs into a fresh buffer: its weights may
-    differ (another scaler or base weight beside the same spline_weight, values changed through .data)."""
+    """On the CPU, trainable weights keep their last W's buffer (beside the module, not in it: never
+    saved with it) and every forward packs into it: a fresh allocation of that size costs its page
+    faults on every step. (Repacked each time: never a cache.) While a pending backward holds it, a
+    forward packs into a fresh buffer: its weights may differ (another scaler or base weight beside
+    the same spline_weight, values changed through .data)."""
     if sw.device.type != "cpu" or not any(t is not None and t.requires_grad for t in (bw, sw, sc)):
         return None
-    held = getattr(sw, "_swisk_packed", None)
-    if held is not None and held[-1] is getattr(sw, "_swisk_spare", None):
-        return None
     width = (0 if bw is None else sw.shape[1]) + sw.shape[1] * sw.shape[2]
-    w = getattr(sw, "_swisk_spare", None)
-    if w is None or w.shape != (sw.shape[0], width) or w.dtype != sw.dtype:
-        w = torch.empty(sw.shape[0], width, dtype=sw.dtype)
-        try:
-            sw._swisk_spare = w
-        except (AttributeError, RuntimeError):
-            pass
+    entry = _SPARES.get(sw)
+    if entry is not None:
+        holder = entry[1]() if entry[1] is not None else None
+        if holder is not None and holder.holds(entry[0]):
+            return None
+        if entry[0].shape == (sw.shape[0], width) and entry[0].dtype == sw.dtype:
+            return entry[0]
+    w = torch.empty(sw.shape[0], width, dtype=sw.dtype)
+    try:
+        _SPARES[sw] = [w, None]
+    except TypeError:  # tensors that take no weak reference keep no buffer
+        pass
     return w
 
 
 def _take(bw, sw, sc, needed=True):
-    """The forward's W (held on spline_weight) if the weights are still those it packed (same objects
-    and versions), else a fresh pack; None when not needed. Either way nothing stays held. Forward
-    never reads it: weights changed through .data keep their version."""
-    w = take(sw, "_swisk_packed", (_key(bw), _key(sw), _key(sc)))
+    """The forward's W if the weights are still those it packed (same objects and versions), else a
+    fresh pack; None when not needed. Either way nothing stays held. Forward never reads it: weights
+    changed through .data keep their version."""
+    w = take(sw, "packed", (_key(bw), _key(sw), _key(sc)))
     if not needed:
         return None
     return _pack(bw, sw, sc) if w is None else w
@@ -76,9 +85,12 @@ def forward(expand, x, grid, bw, sw, sc, k):
     rows = math.prod(x.shape[:-1])
     x2 = x.reshape(rows, in_f)
     y = torch.empty(rows, out_f, dtype=x.dtype, device=x.device)
-    w = _pack(bw, sw, sc, _spare(bw, sw, sc))
+    spare = _spare(bw, sw, sc)
+    w = _pack(bw, sw, sc, spare)
     if recording() and x.requires_grad:  # the backward's dA = gy·W reuses W (no dA: nothing to hold)
-        hold(sw, "_swisk_packed", (_key(bw), _key(sw), _key(sc)), w)
+        token = hold(sw, "packed", (_key(bw), _key(sw), _key(sc)), w)
+        if spare is not None and sw in _SPARES:
+            _SPARES[sw][1] = weakref.ref(token)
     width = w.shape[1]
     if rows == 0 or out_f == 0:
         return y.view(*x.shape[:-1], out_f)

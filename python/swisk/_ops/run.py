@@ -231,38 +231,54 @@ def recording() -> bool:
     return getattr(_STATE, "recording", None) is not None
 
 
-def hold(owner, attr: str, key, value) -> None:
-    """Leaves value on tensor owner (attribute attr) for the backward of this very call (the recorded
-    forward's token), under key; tensors that take no attributes hold nothing (the backward then
-    recomputes)."""
-    try:
-        setattr(owner, attr, (getattr(_STATE, "recording", None), key, value))
-    except (AttributeError, RuntimeError):
-        pass
+class _Call:
+    """A recorded forward (its token): what it leaves for its own backward, under (name, owner's id).
+    The autograd context keeps it, so a held tensor lives as long as the graph, and nothing goes onto
+    the tensors themselves (where it would outlive a graph never differentiated, and be pickled with
+    a saved module)."""
+    __slots__ = ("held", "__weakref__")
+
+    def __init__(self):
+        self.held = {}
+
+    def holds(self, value) -> bool:
+        """Whether value is still held for this forward's backward (not yet taken)."""
+        return any(v is value for _, v in self.held.values())
 
 
-def take(owner, attr: str, key):
-    """The value held on owner under key by the forward whose backward runs now, taken off it either
-    way; None if absent, of another key or of another forward (one recorded after it on the same
-    tensor, e.g. gradcheck's perturbed forwards, whose .data changes leave the versions as they were)."""
-    held = getattr(owner, attr, None)
-    if held is None:
-        return None
-    setattr(owner, attr, None)
+def hold(owner, name: str, key, value) -> Optional[_Call]:
+    """Leaves value for the backward of the forward recorded now, as name of tensor owner, under key;
+    returns that forward's token (None outside a recorded forward: nothing held)."""
+    token = getattr(_STATE, "recording", None)
+    if token is not None:
+        token.held[name, id(owner)] = (key, value)
+    return token
+
+
+def take(owner, name: str, key):
+    """What the forward whose backward runs now held as name of owner under key, taken off it either
+    way; None if absent or of another key (a second backward through a retained graph recomputes)."""
     token = getattr(_STATE, "backward", None)
-    return held[2] if token is not None and held[0] is token and held[1] == key else None
+    held = token.held.pop((name, id(owner)), None) if token is not None else None
+    return held[1] if held is not None and held[0] == key else None
 
 
 def _recorded(run, *args):
     """run(*args) with recording() true (an op's forward for autograd), under a token of its own, left in
     _STATE.last for the Function's context (its backward presents it to take)."""
     before = getattr(_STATE, "recording", None)
-    token = _STATE.recording = object()
+    token = _STATE.recording = _Call()
     try:
         return run(*args)
     finally:
         _STATE.recording = before
         _STATE.last = token
+
+
+def _last_call() -> Optional[_Call]:
+    """The token _recorded left, handed to the Function's context (the only reference kept)."""
+    token, _STATE.last = getattr(_STATE, "last", None), None
+    return token
 
 
 def _backward_of_call(token, run, *args):

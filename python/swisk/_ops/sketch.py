@@ -88,7 +88,7 @@ def _sketch_tiles(tensors, scalars):
     keep = None
     if recording():  # the backward of this call reuses a one-tile S
         def keep(s):
-            hold(x, "_swisk_sketch", _key(x, kind, k, n, seed, nnz), s)
+            hold(x, "sketch", _key(x, kind, k, n, seed, nnz), s)
     return _product(x.reshape(-1, n), kind, k, n, seed, nnz, keep).reshape(*x.shape[:-1], k)
 
 
@@ -129,7 +129,7 @@ def _sketch_backward(need, saved, scalars, grads):
     kind, k, seed, nnz = scalars
     x, g = saved[0], grads[0]
     n = x.shape[-1]
-    s = take(x, "_swisk_sketch", _key(g, kind, k, n, seed, nnz))
+    s = take(x, "sketch", _key(g, kind, k, n, seed, nnz))
     if not need[0]:
         return (None,)
     if s is not None:  # g S with the forward's S (a plain product: double backward through torch)

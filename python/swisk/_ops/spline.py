@@ -233,12 +233,12 @@ def _forward_route(backend: str, tensors, scalars) -> tuple:
     differentiated = recording()
     tf32, gemm = _route(backend, tensors, scalars, differentiated)
     if differentiated:
-        hold(tensors[3], "_swisk_route", _route_key(tensors), gemm)
+        hold(tensors[3], "route", _route_key(tensors), gemm)
     return tf32, gemm
 
 
 def _backward_route(backend: str, tensors, scalars) -> tuple:
-    held = take(tensors[3], "_swisk_route", _route_key(tensors))
+    held = take(tensors[3], "route", _route_key(tensors))
     return (held,) if held is not None else _route(backend, tensors, scalars, True)[1:]
 
 
