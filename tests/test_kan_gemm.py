@@ -1,5 +1,6 @@
 """kan_linear's GEMM route (generated A tiles, torch's GEMM) and the expansion ops it is built on."""
 import io
+import threading
 import weakref
 
 import pytest
@@ -147,11 +148,11 @@ def test_held_weights_live_with_their_graph_and_never_in_a_saved_module(rng):
         layer = swisk.nn.KANLinear(16, 8).double()
         xs = torch.randn(5, 16, generator=rng, dtype=torch.float64, requires_grad=True)
         ys = [layer(xs) for _ in range(2)]  # the second packs elsewhere: the first's backward is pending
-        assert testing.held(ys[0], "packed") is kan_gemm._SPARES[layer.spline_weight][0]
+        assert testing.held(ys[0], "packed") is kan_gemm._SPARES[layer.spline_weight].buffer
         assert testing.held(ys[1], "packed") is not testing.held(ys[0], "packed")
         ys[0].sum().backward()
         y = layer(xs)  # the buffer is free again: reused (a training step allocates no W)
-        assert testing.held(y, "packed") is kan_gemm._SPARES[layer.spline_weight][0]
+        assert testing.held(y, "packed") is kan_gemm._SPARES[layer.spline_weight].buffer
         y.sum().backward()
     assert not any(vars(p) for p in layer.parameters())
 
@@ -160,6 +161,30 @@ def test_held_weights_live_with_their_graph_and_never_in_a_saved_module(rng):
         torch.save(obj, f)
         return f.tell()
     assert pickled(layer) - pickled(layer.state_dict()) < 4096  # the module's Python objects alone
+
+
+def test_threads_sharing_a_layer_pack_apart(rng):
+    """Two threads running forwards on layers that share one spline_weight (other scalers and base
+    weights): one packs into the CPU's reused W buffer, the other elsewhere, so each gives its own
+    layer's output bitwise."""
+    first = swisk.nn.KANLinear(256, 256)
+    second = swisk.nn.KANLinear(256, 256)
+    second.spline_weight = first.spline_weight
+    layers, xs = (first, second), [torch.randn(32, 256, generator=rng) for _ in range(2)]
+    wrong = []
+
+    def run(i):
+        with torch.no_grad():
+            for _ in range(40):
+                wrong.append(not torch.equal(layers[i](xs[i]), want[i]))
+    with swisk.config.using(kan_route="gemm"), torch.no_grad():  # the setting is the process's
+        want = [layer(x) for layer, x in zip(layers, xs)]
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(wrong) == 80 and not any(wrong)
 
 
 def test_a_first_layer_holds_no_packed_weights(rng, monkeypatch):

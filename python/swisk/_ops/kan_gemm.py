@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import weakref
 
 import torch
@@ -41,32 +42,50 @@ def _key(t):
     return None if t is None else (id(t), t.data_ptr(), t._version, t.dtype, t.device)
 
 
-# On the CPU, trainable spline weights -> [their last W's buffer, the token of the forward that holds it]
-_SPARES = torch.utils.weak.WeakIdKeyDictionary()
+class _Spare:
+    """A trainable spline_weight's W buffer on the CPU, lent to one forward at a time (threads sharing
+    a layer pack elsewhere) and kept lent while that forward's backward holds it."""
+    __slots__ = ("buffer", "packing", "holder")
+
+    def __init__(self, buffer):
+        self.buffer, self.packing, self.holder = buffer, False, None
+
+    def lent(self) -> bool:
+        holder = self.holder() if self.holder is not None else None
+        return self.packing or (holder is not None and holder.holds(self.buffer))
 
 
-def _spare(bw, sw, sc):
+_SPARES = torch.utils.weak.WeakIdKeyDictionary()  # spline_weight -> _Spare, beside the module
+_SPARES_LOCK = threading.Lock()
+
+
+def _borrow(bw, sw, sc):
     """On the CPU, trainable weights keep their last W's buffer (beside the module, not in it: never
     saved with it) and every forward packs into it: a fresh allocation of that size costs its page
-    faults on every step. (Repacked each time: never a cache.) While a pending backward holds it, a
-    forward packs into a fresh buffer: its weights may differ (another scaler or base weight beside
-    the same spline_weight, values changed through .data)."""
+    faults on every step. (Repacked each time: never a cache.) While another forward packs into it or
+    a pending backward holds it, a forward packs into a fresh buffer (None): its weights may differ
+    (another scaler or base weight beside the same spline_weight, values changed through .data)."""
     if sw.device.type != "cpu" or not any(t is not None and t.requires_grad for t in (bw, sw, sc)):
         return None
-    width = (0 if bw is None else sw.shape[1]) + sw.shape[1] * sw.shape[2]
-    entry = _SPARES.get(sw)
-    if entry is not None:
-        holder = entry[1]() if entry[1] is not None else None
-        if holder is not None and holder.holds(entry[0]):
+    shape = (sw.shape[0], (0 if bw is None else sw.shape[1]) + sw.shape[1] * sw.shape[2])
+    with _SPARES_LOCK:
+        spare = _SPARES.get(sw)
+        if spare is not None and spare.lent():
             return None
-        if entry[0].shape == (sw.shape[0], width) and entry[0].dtype == sw.dtype:
-            return entry[0]
-    w = torch.empty(sw.shape[0], width, dtype=sw.dtype)
-    try:
-        _SPARES[sw] = [w, None]
-    except TypeError:  # tensors that take no weak reference keep no buffer
-        pass
-    return w
+        if spare is None or spare.buffer.shape != shape or spare.buffer.dtype != sw.dtype:
+            spare = _Spare(torch.empty(shape, dtype=sw.dtype))
+            try:
+                _SPARES[sw] = spare
+            except TypeError:  # tensors that take no weak reference keep no buffer
+                return None
+        spare.packing = True
+        return spare
+
+
+def _give_back(spare, token) -> None:
+    """The forward is done with spare: free, or held by its backward (token: the forward's)."""
+    with _SPARES_LOCK:
+        spare.packing, spare.holder = False, None if token is None else weakref.ref(token)
 
 
 def _take(bw, sw, sc, needed=True):
@@ -81,17 +100,22 @@ def _take(bw, sw, sc, needed=True):
 
 def forward(expand, x, grid, bw, sw, sc, k):
     """y (..., out); expand(x_tile, grid, k, derivative, base, out) writes A tiles."""
-    in_f, out_f = x.shape[-1], sw.shape[0]
+    spare, token = _borrow(bw, sw, sc), None
+    try:
+        w = _pack(bw, sw, sc, None if spare is None else spare.buffer)
+        if recording() and x.requires_grad:  # the backward's dA = gy·W reuses W (no dA: nothing to hold)
+            token = hold(sw, "packed", (_key(bw), _key(sw), _key(sc)), w)
+        return _forward_tiles(expand, x, grid, w, bw is not None, k)
+    finally:
+        if spare is not None:
+            _give_back(spare, token)
+
+
+def _forward_tiles(expand, x, grid, w, base, k):
+    in_f, (out_f, width) = x.shape[-1], w.shape
     rows = math.prod(x.shape[:-1])
     x2 = x.reshape(rows, in_f)
     y = torch.empty(rows, out_f, dtype=x.dtype, device=x.device)
-    spare = _spare(bw, sw, sc)
-    w = _pack(bw, sw, sc, spare)
-    if recording() and x.requires_grad:  # the backward's dA = gy·W reuses W (no dA: nothing to hold)
-        token = hold(sw, "packed", (_key(bw), _key(sw), _key(sc)), w)
-        if spare is not None and sw in _SPARES:
-            _SPARES[sw][1] = weakref.ref(token)
-    width = w.shape[1]
     if rows == 0 or out_f == 0:
         return y.view(*x.shape[:-1], out_f)
     if width == 0:
@@ -101,7 +125,7 @@ def forward(expand, x, grid, bw, sw, sc, k):
     for r0 in range(0, rows, tile):
         n = min(tile, rows - r0)
         a = ws[:n * width].view(n, width)
-        expand(x2[r0:r0 + n], grid, k, 0, bw is not None, a)
+        expand(x2[r0:r0 + n], grid, k, 0, base, a)
         torch.mm(a, w.t(), out=y[r0:r0 + n])
     return y.view(*x.shape[:-1], out_f)
 
