@@ -45,10 +45,13 @@ def route(request):
 
 @pytest.fixture(autouse=True)
 def _no_leaked_settings():
-    before = dict(swisk.config._settings)
+    config = swisk.config
+    before = dict(config._base), list(config._blocks)
     yield
-    leaked = dict(swisk.config._settings) != before
-    swisk.config._settings.update(before)
+    leaked = (dict(config._base), list(config._blocks)) != before
+    config._base.update(before[0])
+    config._blocks[:] = before[1]
+    config._changed()
     assert not leaked, "the test leaked swisk.config settings"
 
 

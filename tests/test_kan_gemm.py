@@ -299,6 +299,27 @@ def test_config_errors():
     assert swisk.config.get("kan_route") == "auto"
 
 
+def test_settings_of_blocks_ending_in_any_order():
+    """using() blocks of several threads may end in any order: each block's settings come off when it
+    ends (the last running block's in effect), none outlives its block, and set() under a block
+    shows once the block ends."""
+    config = swisk.config
+    first, second = config.using(kan_route="gemm"), config.using(kan_route="fused", workspace_bytes=1 << 20)
+    try:
+        first.__enter__()
+        second.__enter__()
+        assert (config.get("kan_route"), config.get("workspace_bytes")) == ("fused", 1 << 20)
+        first.__exit__(None, None, None)  # the first block's thread ends before the second's
+        assert (config.get("kan_route"), config.get("workspace_bytes")) == ("fused", 1 << 20)
+        config.set(workspace_bytes=32 << 20)
+        assert config.get("workspace_bytes") == 1 << 20
+    finally:
+        second.__exit__(None, None, None)
+    assert (config.get("kan_route"), config.get("workspace_bytes")) == ("auto", 32 << 20)
+    assert routes.kan_route("cuda", 4096, 1024, 1024, 8, 3) == "gemm"
+    config.set(workspace_bytes=64 << 20)
+
+
 @pytest.mark.parametrize("order", [8, 10, 15])
 def test_high_orders(backend, rng, order):
     """efficient-kan accepts spline orders past 7: the GEMM route takes them (GPUs up to 15)."""
