@@ -23,9 +23,16 @@ def autograd_kernel(spec: OpSpec, op):
     n_in = spec.n_in
 
     def backward_of(needs, saved, scalars, grads):  # the kernels' backward op, else the formulation's
-        if spec.backward is not None:
-            return spec.backward(needs, saved, scalars, grads)
-        return formulation.vjp(spec, needs, saved, scalars, grads)
+        if spec.backward is None:
+            return formulation.vjp(spec, needs, saved, scalars, grads)
+        out = list(spec.backward(needs, saved, scalars, grads))
+        # an input the kernels hold constant (the knots) but autograd asks for: the formulation's gradient
+        rest = [i for i, g in enumerate(out) if g is None and i < len(needs) and needs[i] and saved[i] is not None]
+        if rest:
+            extra = formulation.vjp(spec, [i in rest for i in range(len(needs))], saved, scalars, grads)
+            for i in rest:
+                out[i] = extra[i]
+        return tuple(out)
 
     class Fn(torch.autograd.Function):
         @staticmethod

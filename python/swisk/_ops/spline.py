@@ -119,7 +119,8 @@ BASIS = OpSpec(
     defaults={"spline_order": 3, "derivative": 0},
     doc="""B-spline bases of x (..., in) on per-feature knots grid (in, n_knots): (..., in, n_basis) with
     n_basis = n_knots - 1 - spline_order; with derivative m > 0 their m-th derivatives in x (exactly
-    zero past spline_order). Differentiable in x to any order (grid is treated as a constant).
+    zero past spline_order). Differentiable in x to any order by the kernels; in grid (the knots)
+    through the plain-torch formulation, which builds its basis tensors (as every op taking grid).
 
     Zero outside [grid[:, 0], grid[:, -1]) (±inf too); NaN inputs give NaN bases. Knots must be
     finite and strictly increasing (checked for CPU tensors; GPU kernels write NaN for a bad row).
