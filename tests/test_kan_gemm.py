@@ -147,6 +147,9 @@ def test_held_weights_live_with_their_graph_and_never_in_a_saved_module(rng):
         assert w() is None
         layer = swisk.nn.KANLinear(16, 8).double()
         xs = torch.randn(5, 16, generator=rng, dtype=torch.float64, requires_grad=True)
+        with torch.no_grad():
+            layer(xs)
+        assert layer.spline_weight not in kan_gemm._SPARES  # inference keeps no W beside the weights
         ys = [layer(xs) for _ in range(2)]  # the second packs elsewhere: the first's backward is pending
         assert testing.held(ys[0], "packed") is kan_gemm._SPARES[layer.spline_weight].buffer
         assert testing.held(ys[1], "packed") is not testing.held(ys[0], "packed")
@@ -165,8 +168,8 @@ def test_held_weights_live_with_their_graph_and_never_in_a_saved_module(rng):
 
 def test_threads_sharing_a_layer_pack_apart(rng):
     """Two threads running forwards on layers that share one spline_weight (other scalers and base
-    weights): one packs into the CPU's reused W buffer, the other elsewhere, so each gives its own
-    layer's output bitwise."""
+    weights): one packs into the CPU's reused W buffer (made by a training step), the other elsewhere,
+    so each gives its own layer's output bitwise."""
     first = swisk.nn.KANLinear(256, 256)
     second = swisk.nn.KANLinear(256, 256)
     second.spline_weight = first.spline_weight
@@ -177,8 +180,11 @@ def test_threads_sharing_a_layer_pack_apart(rng):
         with torch.no_grad():
             for _ in range(40):
                 wrong.append(not torch.equal(layers[i](xs[i]), want[i]))
-    with swisk.config.using(kan_route="gemm"), torch.no_grad():  # the setting is the process's
-        want = [layer(x) for layer, x in zip(layers, xs)]
+    with swisk.config.using(kan_route="gemm"):  # the setting is the process's
+        first(xs[0].clone().requires_grad_()).sum().backward()  # a training step makes the buffer
+        assert first.spline_weight in kan_gemm._SPARES
+        with torch.no_grad():
+            want = [layer(x) for layer, x in zip(layers, xs)]
         threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
         for t in threads:
             t.start()

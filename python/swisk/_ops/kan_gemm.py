@@ -60,9 +60,9 @@ _SPARES_LOCK = threading.Lock()
 
 
 def _borrow(bw, sw, sc):
-    """On the CPU, trainable weights keep their last W's buffer (beside the module, not in it: never
-    saved with it) and every forward packs into it: a fresh allocation of that size costs its page
-    faults on every step. (Repacked each time: never a cache.) While another forward packs into it or
+    """On the CPU, trainable weights keep their last training step's W buffer (beside the module, not in
+    it: never saved with it) and every forward packs into it: a fresh allocation of that size costs its
+    page faults on every step. (Repacked each time: never a cache.) While another forward packs into it or
     a pending backward holds it, a forward packs into a fresh buffer (None): its weights may differ
     (another scaler or base weight beside the same spline_weight, values changed through .data)."""
     if sw.device.type != "cpu" or not any(t is not None and t.requires_grad for t in (bw, sw, sc)):
@@ -73,6 +73,8 @@ def _borrow(bw, sw, sc):
         if spare is not None and spare.lent():
             return None
         if spare is None or spare.buffer.shape != shape or spare.buffer.dtype != sw.dtype:
+            if not recording():  # made by training steps alone: inference keeps no W beside the weights
+                return None
             spare = _Spare(torch.empty(shape, dtype=sw.dtype))
             try:
                 _SPARES[sw] = spare
