@@ -376,18 +376,24 @@ def test_cpu_kernels_of_the_other_vector_width():
     64-byte ones for AVX-512 CPUs; a process runs one (build_info's cpu_vector_bytes). The CPU fused tests
     (every path: blocks, chunks, tiles, few rows and features, direct backward, every order, non-finite
     values) run again in a process with the other width (SWISK_CPU_VEC_BYTES); 64 bytes on a CPU without
-    AVX-512 run the baseline clone of that build."""
+    AVX-512 run the baseline clone of that build. A value the build cannot obey is said at import."""
     info = swisk.build_info()
     assert info["cpu_vector_bytes"] in (32, 64)
     if "SWISK_CPU_VEC_BYTES" not in os.environ and info["cpu_isa"] != "avx512":
         assert info["cpu_vector_bytes"] == 32
     other = str(96 - info["cpu_vector_bytes"])
     env = dict(os.environ, SWISK_CPU_VEC_BYTES=other)
-    probe = subprocess.run([sys.executable, "-c", "import swisk; print(swisk.build_info()['cpu_vector_bytes'])"],
+    probe = subprocess.run([sys.executable, "-W", "always", "-c",
+                            "import swisk; print(swisk.build_info()['cpu_vector_bytes'])"],
                            env=env, capture_output=True, text=True, timeout=120)
     assert probe.returncode == 0, probe.stderr
-    if probe.stdout.strip() != other:
+    if probe.stdout.strip() != other:  # said at import
+        assert f"SWISK_CPU_VEC_BYTES={other}: this build has no {other}-byte CPU KAN kernels" in probe.stderr
         pytest.skip(f"this build has one CPU vector width ({probe.stdout.strip()} bytes)")
+    assert "SWISK_CPU_VEC_BYTES" not in probe.stderr
+    bad = subprocess.run([sys.executable, "-W", "always", "-c", "import swisk"], env=dict(env, SWISK_CPU_VEC_BYTES="48"),
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 0 and "[swisk] SWISK_CPU_VEC_BYTES: expected 32 or 64, got '48'" in bad.stderr
     tests = os.path.dirname(os.path.abspath(__file__))
     keys = "cpu_fused or cpu_direct or every_order_cpu or nonfinite or few_rows or (cpu and fused)"
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",

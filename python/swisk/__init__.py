@@ -11,6 +11,25 @@ from . import config, ops, reference, nn, testing, compat  # noqa: F401
 __version__ = _C.build_info()["version"]
 
 
+def _check_vector_bytes() -> None:
+    """SWISK_CPU_VEC_BYTES asks for one of the CPU KAN kernels' builds: say when it is not obeyed."""
+    import os
+    import warnings
+    asked = os.environ.get("SWISK_CPU_VEC_BYTES")
+    if asked is None:
+        return
+    got = _C.build_info()["cpu_vector_bytes"]
+    if asked not in ("32", "64"):
+        warnings.warn(f"[swisk] SWISK_CPU_VEC_BYTES: expected 32 or 64, got {asked!r}; "
+                      f"the CPU KAN kernels run {got}-byte vectors", stacklevel=2)
+    elif int(asked) != got:
+        warnings.warn(f"[swisk] SWISK_CPU_VEC_BYTES={asked}: this build has no {asked}-byte CPU KAN kernels "
+                      f"(they are built twice with GCC on x86-64 Linux); they run {got}-byte vectors", stacklevel=2)
+
+
+_check_vector_bytes()
+
+
 def build_info() -> dict:
     """How this copy of swisk was built: version, CUDA (and archs), Metal, and the OpenMP runtime in use.
 
