@@ -74,3 +74,16 @@ def test_a_trainable_grid_is_trained(rng):
     x = torch.rand(5, 3, generator=rng, dtype=F64) * 1.6 - 0.8
     layer(x).square().sum().backward()
     assert layer.grid.grad is not None and layer.grid.grad.abs().max() > 0
+
+
+@pytest.mark.parametrize("name", ["bspline_basis", "kan_linear"])
+def test_knot_tangents_match_the_formulation(rng, name):
+    """Forward mode agrees: a tangent in the knots (torch.func.jvp) as the formulation's."""
+    op, formulation, args, _ = _case(name, rng)
+    args[0] = testing.away_from_knots(args[0], args[1])
+    t = torch.randn(args[1].shape, generator=rng, dtype=F64)
+    rest = args[2:]
+    _, got = torch.func.jvp(lambda g: op(args[0], g, *rest), (args[1],), (t,))
+    _, want = torch.func.jvp(lambda g: formulation(args[0], g, *rest), (args[1],), (t,))
+    assert want.abs().max() > 0
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
