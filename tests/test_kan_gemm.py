@@ -77,6 +77,9 @@ def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
     packs = []
     real = kan_gemm._pack
     monkeypatch.setattr(kan_gemm, "_pack", lambda *a: (packs.append(1), real(*a))[1])
+    tokens = []  # what each hold() stored under (None: nothing held)
+    hold = kan_gemm.hold
+    monkeypatch.setattr(kan_gemm, "hold", lambda *a: tokens.append(hold(*a)) or tokens[-1])
     args = make(rng, 9, 4, 5, 5, 3)
     x, grid, bw, sw, sc = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
     go = torch.randn(9, 5, generator=rng, dtype=torch.float64)
@@ -88,7 +91,7 @@ def test_packed_weights_from_forward_to_backward(rng, monkeypatch):
         sw.data.mul_(0.5)  # no version change
         with torch.no_grad():
             y2 = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
-        assert len(packs) == 2
+        assert len(packs) == 2 and len(tokens) == 1 and tokens[0] is not None  # no backward to come: nothing held
         assert rel_err(y2, ref(x.detach(), grid, bw.detach(), sw.detach(), sc.detach(), 3)) <= 1e-12
         y3 = swisk.ops.kan_linear(x, grid, bw, sw, sc, 3)
         with torch.no_grad():

@@ -447,12 +447,19 @@ def test_backward_reuses_the_forwards_single_tile(monkeypatch, rng, kind):
         assert testing.held(y, "sketch") is None
         torch.testing.assert_close(x.grad, gy @ S, rtol=1e-12, atol=1e-12)
     x = torch.randn(4, 300, generator=rng, dtype=torch.float64, requires_grad=True)
+    stored = []  # what each hold() stored under (None: nothing held)
+    hold = sketch_ops.hold
+    monkeypatch.setattr(sketch_ops, "hold", lambda *a: stored.append(hold(*a)) or stored[-1])
+    with torch.no_grad():
+        swisk.ops.sketch(x, kind, 6, 8, nnz=3)
+    assert not stored  # nothing held without a backward to come
     y = swisk.ops.sketch(x, kind, 6, 8, nnz=3)
-    held = y.grad_fn.token.held
-    (name, key), = held  # what the forward holds: one S, as ("sketch", id(x)) -> (key, S)
-    key = list(held[name, key][0])
+    assert len(stored) == 1 and stored[0] is y.grad_fn.token
+    held = y.grad_fn.token.held  # what the forward holds: one S, ("sketch", id(x)) -> (key, S)
+    assert list(held) == [("sketch", id(x))]
+    key = list(held["sketch", id(x)][0])
     key[3] = 9  # (kind, k, n, seed, ...): an S of seed 9 held instead
-    held[name, id(x)] = (tuple(key), torch.zeros(6, 300, dtype=torch.float64))
+    held["sketch", id(x)] = (tuple(key), torch.zeros(6, 300, dtype=torch.float64))
     y.backward(gy)
     torch.testing.assert_close(x.grad, gy @ S, rtol=1e-12, atol=1e-12)
 

@@ -1,6 +1,9 @@
 """swisk: spline, wavelet and sketch kernels for PyTorch on CUDA, Metal and CPU."""
 from __future__ import annotations
 
+import os
+import warnings
+
 import torch  # noqa: F401  (the ops register with torch.library on import)
 
 from . import _C
@@ -13,8 +16,6 @@ __version__ = _C.build_info()["version"]
 
 def _check_vector_bytes() -> None:
     """SWISK_CPU_VEC_BYTES asks for one of the CPU KAN kernels' builds: say when it is not obeyed."""
-    import os
-    import warnings
     asked = os.environ.get("SWISK_CPU_VEC_BYTES")
     if asked is None:
         return
