@@ -173,21 +173,23 @@ def test_opcheck(rng, route):
 def test_compile_fullgraph(rng, route):
     x, grid, bw, sw, sc = make(rng, 8, 4, 5, 5, 3, torch.float32)
 
+    # An exact op before kan_linear: torch 2.6's compiled tanh is 2 ulp off eager's, which this loss's
+    # curvature turns into 2e-5 in x's gradient.
     @torch.compile(fullgraph=True)
     def f(x, bw):
-        return swisk.ops.kan_linear(torch.tanh(x), grid, bw, sw, sc, 3).square().sum()
+        return swisk.ops.kan_linear(x * 0.5, grid, bw, sw, sc, 3).square().sum()
 
     xr = x.clone().requires_grad_()
     loss = f(xr, bw)
     loss.backward()
     xe = x.clone().requires_grad_()
-    want = swisk.ops.kan_linear(torch.tanh(xe), grid, bw, sw, sc, 3).square().sum()
+    want = swisk.ops.kan_linear(xe * 0.5, grid, bw, sw, sc, 3).square().sum()
     want.backward()
     torch.testing.assert_close(loss, want)
     torch.testing.assert_close(xr.grad, xe.grad)
     br, be = bw.clone().requires_grad_(), bw.clone().requires_grad_()  # a first layer: no grad_x
     f(x, br).backward()
-    swisk.ops.kan_linear(torch.tanh(x), grid, be, sw, sc, 3).square().sum().backward()
+    swisk.ops.kan_linear(x * 0.5, grid, be, sw, sc, 3).square().sum().backward()
     torch.testing.assert_close(br.grad, be.grad)
 
 

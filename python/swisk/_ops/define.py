@@ -34,8 +34,11 @@ def tag_compile_caches() -> None:
     one would be loaded and call the op with the old arguments. A hash of swisk's schemas joins
     torch.compiler.config.cache_key_tag, so such graphs recompile (once per schema change)."""
     import hashlib
-    cfg = getattr(torch.compiler, "config", None)
-    if cfg is None or not hasattr(cfg, "cache_key_tag"):  # an older torch: no tag to join
+    try:  # a submodule that torch before 2.7 does not import with torch.compiler
+        from torch.compiler import config as cfg
+    except ImportError:
+        return
+    if not hasattr(cfg, "cache_key_tag"):  # an older torch: no tag to join
         return
     tag = "swisk-" + hashlib.sha256("\n".join(SCHEMAS).encode()).hexdigest()[:16]
     if tag not in cfg.cache_key_tag:

@@ -148,7 +148,8 @@ EXPAND = OpSpec(
     doc="""The KAN layer's A-operand: (..., in) -> (..., base·in + in·n_basis) holding silu^(m)(x) in the
     first in columns (when base) and then B^(m)_j(x_i) at column base·in + i·n_basis + j; so that
     kan_linear(x, ...) = kan_expand(x, grid, k) @ [base_weight | spline_weight·spline_scaler]ᵀ.
-    Differentiable in x to any order (grid is a constant). derivative: at most 8 with base.
+    Differentiable in x to any order; in grid through the plain-torch formulation (as bspline_basis).
+    derivative: at most 8 with base.
 
     Args:
         x: (..., in) floating tensor.
@@ -295,7 +296,8 @@ KAN_LINEAR = OpSpec(
 
     Returns:
         (..., out). The (batch, in, n_basis) basis tensor is never materialised; differentiable in x,
-        base_weight, spline_weight and spline_scaler (grid is a constant).
+        base_weight, spline_weight and spline_scaler on the kernels, in grid through the plain-torch
+        formulation (which builds the basis tensor).
 
     Under autocast every floating input, the knots included, is cast to the autocast dtype (fp32
     accumulation inside); knots closer than that dtype resolves are then reported as not increasing.
