@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with a CUDA GPU: install swisk for its architecture, then, each phase under its own time
 # limit so that a short lease still brings back every phase's log: the real-cuda tests, the benchmark,
-# the real-cuda tests under compute-sanitizer's four tools (beside the rest of the suite, on the CPU cores).
+# the real-cuda tests under compute-sanitizer's four tools (beside the rest of the suite and the value
+# fuzzer on cuda, on the CPU cores).
 # usage: scripts/gpu_check.sh [RESULTS_DIR]
 #   SWISK_WHEEL=path   install this wheel (built elsewhere for this GPU, the checkout's Python files over
 #                      its own) instead of building here
@@ -53,11 +54,15 @@ note "bench: exit $rc in $((SECONDS - t0)) s"
 # 3. compute-sanitizer's four tools over the real-cuda tests, side by side (each tool one process with the
 #    phase's whole limit: most of their time is the host's instrumentation, and the machine has the cores;
 #    the C++ tests make no CUDA API call: the tool refuses them); the rest of the suite (cpu and the
-#    emulators) meanwhile on the remaining CPU cores
+#    emulators) and the value fuzzer on the real cuda backend (random shapes against the fp64 reference)
+#    meanwhile on the remaining CPU cores
 limit=${SWISK_GPU_SANITIZER_S:-200}
 OMP_NUM_THREADS=1 timeout -k 5 "$limit" python3 -m pytest -q -p no:cacheprovider -n 6 \
   -k "not cuda or emu" tests >"$results/pytest-rest.log" 2>&1 &
 rest=$!
+OMP_NUM_THREADS=2 timeout -k 5 "$limit" python3 scripts/fuzz_values.py --backend cuda --seconds $((limit * 3 / 4)) \
+  >"$results/fuzz-cuda.log" 2>&1 &
+fuzz=$!
 sel="cuda and not emu and not compile and not graph and not stream"
 for tool in memcheck racecheck initcheck synccheck; do
   (t0=$SECONDS
@@ -67,6 +72,8 @@ for tool in memcheck racecheck initcheck synccheck; do
 done
 wait $rest
 rest_rc=$?; [ "$rest_rc" = 0 ] || status=1
+wait $fuzz
+fuzz_rc=$?; [ "$fuzz_rc" = 0 ] || status=1
 wait
 for tool in memcheck racecheck initcheck synccheck; do
   read -r rc secs <"$results/sanitizer-$tool.rc"
@@ -77,6 +84,8 @@ for tool in memcheck racecheck initcheck synccheck; do
   note "compute-sanitizer $tool: exit $rc in $secs s: $found $(grep -E 'passed|failed' "$log" | tail -1) ${where:+[$where]}"
 done
 note "pytest (cpu, emulators): exit $rest_rc: $(tail -1 "$results/pytest-rest.log")"
+note "fuzz_values (cuda): exit $fuzz_rc: $(tail -1 "$results/fuzz-cuda.log")"
+grep -A1 '^FAIL' "$results/fuzz-cuda.log" | head -6 >>"$summary"
 
 # 4. Each kernel's time against a copy (scripts/gpu_kernels.py); then (SWISK_GPU_NCU_S > 0) Nsight
 # Compute on the basis expansion, the FWHT and the sparse-sign passes at the bench's sizes
