@@ -29,8 +29,8 @@ def test_a_wrong_value_fails_and_replays(capsys):
     fuzz = _fuzz()
     right = fuzz.CASES["fwht"]
 
-    def off_by_a_thousandth(R, be, dtype, dev):
-        cfg, got, want, bound = right(R, be, dtype, dev)
+    def off_by_a_thousandth(R, dtype, dev):
+        cfg, got, want, bound = right(R, dtype, dev)
         return cfg, [got[0] * 1.001 + 1e-3, *got[1:]], want, bound
 
     fuzz.CASES["fwht"] = off_by_a_thousandth

@@ -164,9 +164,8 @@ def _public(d: int):
     Returns:
         ``(N, O, *S_out)``. Runs on the GEMM route: swisk's kernels write bounded tiles of the unfolded
         bases (swisk.config workspace_bytes), torch's GEMM multiplies; the backward regenerates them
-        (saved state: the inputs). Differentiable in x and every weight to any
-        order on swisk's expansion kernels; in grid and forward-mode tangents from the plain-torch
-        formulation.
+        (saved state: the inputs). Differentiable in x and every weight to any order on swisk's
+        expansion kernels; in grid, and forward-mode tangents, through the plain-torch formulation.
 
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices, shapes or knots.
