@@ -105,4 +105,7 @@ if [ "${SWISK_GPU_NCU_S:-0}" -gt 0 ]; then
     python3 scripts/gpu_kernels.py --calls 2 >"$results/ncu.txt" 2>&1
   note "ncu: exit $? ($(grep -c 'Duration' "$results/ncu.txt") kernels read)"
 fi
+# The logs in one archive: the device tool brings back at most 8 files (summary, bench JSON and text, profile,
+# ncu and this archive stay apart)
+(cd "$results" && tar czf logs.tgz --remove-files info.txt pytest-*.log sanitizer-* fuzz-cuda.log kernels.txt 2>/dev/null)
 exit $status
