@@ -144,16 +144,18 @@ static void sparse_sketch(const SketchArgs& a) {
 }
 
 static void generate(const SketchMatrixArgs& a) {
-  const SketchParams p = sketch_params(a);
-  if (sketch_items(p) == 0) return;
+  if (sketch_items(sketch_params(a)) == 0) return;
   const DeviceGuard guard("sketch_matrix", a.x);
   dispatch_float<false>(a.x.dtype, "sketch_matrix", [&](auto tag) {
     using T = decltype(tag);
-    dispatch_sketch(p.kind, [&](auto k) {
-      auto* sketch_matrix = &sketch_matrix_kernel<decltype(k)::value, T>;  // a comma-free macro argument
-      SWISK_LAUNCH(sketch_matrix, to_dim3(sketch_grid(p)), dim3(SWISK_SKETCH_THREADS), a.launch.stream, p,
-                   a.out.ptr<T>());
-    });
+    for (int64_t t = 0; t < sketch_terms(a); ++t) {  // one launch per term: its seed and place in out
+      const SketchParams p = sketch_term_params(a, t);
+      dispatch_sketch(p.kind, [&](auto k) {
+        auto* sketch_matrix = &sketch_matrix_kernel<decltype(k)::value, T>;  // a comma-free macro argument
+        SWISK_LAUNCH(sketch_matrix, to_dim3(sketch_grid(p)), dim3(SWISK_SKETCH_THREADS), a.launch.stream, p,
+                     a.out.ptr<T>());
+      });
+    }
   });
 }
 

@@ -145,8 +145,9 @@ def _metal_cases(rng):
         (spline.KAN_LINEAR_BACKWARD, [x, grid, bw, sw, sc, gy], (3, True, False, False)),  # frozen weights
         (wavelet.WAVELET_KAN, [x, s, t, bw], ("morlet",)),
         (wavelet.WAVELET_KAN_BACKWARD, [x, s, t, bw, gy], ("meyer",)),
-        (sketch.SKETCH_MATRIX, [torch.empty(0)], ("gaussian", 7, 300, 5, 1, 6, 2, 290, 3)),
-        (sketch.SKETCH_MATRIX, [torch.empty(0)], ("sparse_sign", 7, 300, 5, 1, 6, 2, 290, 3)),
+        (sketch.SKETCH_MATRIX, [torch.empty(0)], ("gaussian", 7, 300, 5, 1, 6, 2, 290, 3, 0, 0, 0)),
+        (sketch.SKETCH_MATRIX, [torch.empty(0)], ("sparse_sign", 7, 300, 5, 1, 6, 2, 290, 3, 0, 0, 0)),
+        (sketch.SKETCH_MATRIX, [torch.empty(0)], ("rademacher", 7, 300, 5, 1, 6, 2, 290, 3, 3, 1, 2)),  # 3 terms
         (sketch.FWHT, [torch.randn(3, 2**19, generator=rng)], (0.5,)),  # Metal: the chunk pass, then two register passes
         (sketch.SRHT, [torch.randn(3, 5000, generator=rng)], (40, 9)),  # in, FWHT passes on the workspace, out
         (sketch.SRHT_TRANSPOSE, [torch.randn(3, 40, generator=rng)], (5000, 9)),

@@ -1,5 +1,6 @@
 """swisk.ops.sketch / sketch_matrix against swisk.reference.sketch on every backend."""
 import os
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import swisk
 from swisk import testing
 from swisk._ops import sketch as sketch_ops
 from swisk.reference import sketch as ref
+from swisk.reference.sketched import term_seed
 
 KINDS = ["gaussian", "rademacher", "sparse_sign"]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -91,8 +93,32 @@ def test_tiles_at_any_offset_are_slices_of_the_operator(backend, kind):
     whole = swisk.ops.sketch_matrix(kind, 9, 700, 31, device=dev, nnz=4).cpu()
     like = torch.empty(0, device=dev)
     for r0, r1, c0, c1 in ((0, 9, 1, 700), (2, 7, 3, 260), (0, 9, 255, 514), (4, 5, 699, 700), (1, 3, 37, 38)):
-        tile = torch.ops.swisk.sketch_matrix(like, kind, 9, 700, 31, r0, r1, c0, c1, 4).cpu()
+        tile = torch.ops.swisk.sketch_matrix(like, kind, 9, 700, 31, r0, r1, c0, c1, 4, 0, 0, 0).cpu()
         assert torch.equal(tile, whole[r0:r1, c0:c1]), (r0, r1, c0, c1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stacked_terms_are_the_term_seeds_operators(backend, kind):
+    """terms >= 1 stacks that many operators' tiles, term t's of seed term_seed(seed, stream0 + t·stream_step)
+    (a seeded layer's operators in one call), bitwise, ragged tiles included; stacked_operators is it whole."""
+    dev = testing.device_of(backend)
+    like = torch.empty(0, device=dev)
+    got = torch.ops.swisk.sketch_matrix(like, kind, 9, 300, 31, 2, 7, 5, 290, 4, 3, 1, 2).cpu()
+    assert got.shape == (15, 285)
+    for t in range(3):
+        want = swisk.ops.sketch_matrix(kind, 9, 300, term_seed(31, 1 + 2 * t), nnz=4)[2:7, 5:290]
+        assert torch.equal(got[5 * t:5 * t + 5], want), t
+    stacked = sketch_ops.stacked_operators("rademacher", 4, 40, 77, 5, 0, 2, torch.float32, dev).cpu()
+    assert torch.equal(stacked, torch.stack([swisk.ops.sketch_matrix("rademacher", 4, 40, term_seed(77, 2 * t))
+                                             for t in range(5)]))
+
+
+@pytest.mark.parametrize("bad, message", [((-1, 0, 0), "terms: must be in [0, 2^20]"),
+                                          ((2, -1, 0), "stream0: must be in [0, 2^32)"),
+                                          ((2, 0, 2 ** 32), "stream_step: must be in [0, 2^32)")])
+def test_stacked_terms_bad_arguments(bad, message):
+    with pytest.raises(ValueError, match=re.escape(f"[sketch_matrix] {message}")):
+        torch.ops.swisk.sketch_matrix(torch.empty(0), "gaussian", 4, 8, 1, 0, 4, 0, 8, 3, *bad)
 
 
 _HASH = """
@@ -487,7 +513,10 @@ def test_opcheck(rng):
     for kind in KINDS:
         torch.library.opcheck(torch.ops.swisk.sketch.default, (x, kind, 6, 4, 3))
         torch.library.opcheck(torch.ops.swisk.sketch_transpose.default, (torch.randn(5, 6, generator=rng), kind, 24, 4, 3))
-        torch.library.opcheck(torch.ops.swisk.sketch_matrix.default, (torch.empty(0), kind, 6, 24, 4, 1, 5, 3, 20, 3))
+        torch.library.opcheck(torch.ops.swisk.sketch_matrix.default,
+                              (torch.empty(0), kind, 6, 24, 4, 1, 5, 3, 20, 3, 0, 0, 0))
+        torch.library.opcheck(torch.ops.swisk.sketch_matrix.default,
+                              (torch.empty(0), kind, 6, 24, 4, 1, 5, 3, 20, 3, 4, 1, 2))
 
 
 def test_compile_fullgraph(rng):

@@ -69,6 +69,28 @@ SketchParams sketch_params(const SketchMatrixArgs& a) {
   return p;
 }
 
+uint64_t sketch_term_seed(uint64_t seed, uint64_t stream) {
+  uint64_t z = seed + (stream + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (z ^ (z >> 31)) & ((uint64_t(1) << 63) - 1);
+}
+
+int64_t sketch_terms(const SketchMatrixArgs& a) { return std::max<int64_t>(a.terms, 1); }
+
+SketchParams sketch_term_params(const SketchMatrixArgs& a, int64_t t) {
+  SketchParams p = sketch_params(a);
+  if (a.terms > 0) {
+    const uint64_t s = sketch_term_seed(uint64_t(a.seed), uint64_t(a.stream0) + uint64_t(t) * uint64_t(a.stream_step));
+    p.seed_lo = sk_u32(s & 0xffffffffu);
+    p.seed_hi = sk_u32(s >> 32);
+  }
+  const uint64_t base = uint64_t(t) * p.rows * p.cols;
+  p.base_lo = sk_u32(base & 0xffffffffu);
+  p.base_hi = sk_u32(base >> 32);
+  return p;
+}
+
 SketchParams sketch_operator(const SketchArgs& a) {
   const int64_t last = a.x.size(-1);
   SketchMatrixArgs m;
@@ -96,10 +118,16 @@ std::unique_ptr<PreparedCall> sketch_matrix_prepare(const SketchMatrixArgs& a, B
               ", got [", a.r0, ", ", a.r1, ")");
   SWISK_CHECK(0 <= a.c0 && a.c0 <= a.c1 && a.c1 <= a.n, value, op, "cols", "need 0 <= c0 <= c1 <= n = ", a.n,
               ", got [", a.c0, ", ", a.c1, ")");
-  SWISK_CHECK((a.r1 - a.r0) * (a.c1 - a.c0) < (int64_t(1) << 40), value, op, "cols",
-              "a tile of at most 2^40 entries is supported");
+  SWISK_CHECK(0 <= a.terms && a.terms <= (int64_t(1) << 20), value, op, "terms", "must be in [0, 2^20], got ",
+              a.terms);
+  SWISK_CHECK(0 <= a.stream0 && a.stream0 < (int64_t(1) << 32), value, op, "stream0", "must be in [0, 2^32), got ",
+              a.stream0);
+  SWISK_CHECK(0 <= a.stream_step && a.stream_step < (int64_t(1) << 32), value, op, "stream_step",
+              "must be in [0, 2^32), got ", a.stream_step);
+  SWISK_CHECK((a.r1 - a.r0) * (a.c1 - a.c0) * sketch_terms(a) < (int64_t(1) << 40), value, op, "cols",
+              "a tile (all terms) of at most 2^40 entries is supported");
   auto c = make_call(op, a, b);
-  c->outputs = {{a.r1 - a.r0, a.c1 - a.c0}};
+  c->outputs = {{sketch_terms(a) * (a.r1 - a.r0), a.c1 - a.c0}};
   c->zero_outputs = {uint8_t(sketch_id(op, a.kind) == SK_SKETCH_sparse_sign)};  // the kernel writes the non-zeros
   return c;
 }

@@ -6,12 +6,13 @@ namespace swisk::bind {
 
 void bind_sketch(nb::module_& m) {
   m.def("sketch_matrix_prepare", [](nb::handle like, const std::string& kind, int64_t k, int64_t n, int64_t seed,
-                                    int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t nnz,
-                                    const std::string& backend) {
+                                    int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t nnz, int64_t terms,
+                                    int64_t stream0, int64_t stream_step, const std::string& backend) {
     SketchMatrixArgs a;
     a.x = view(like);
     a.kind = kind;
     a.k = k, a.n = n, a.seed = seed, a.r0 = r0, a.r1 = r1, a.c0 = c0, a.c1 = c1, a.nnz = nnz;
+    a.terms = terms, a.stream0 = stream0, a.stream_step = stream_step;
     return sketch_matrix_prepare(a, backend_from_name(backend));
   });
   m.def("sketch_prepare", [](nb::handle x, const std::string& kind, int64_t k, int64_t seed, int64_t nnz,

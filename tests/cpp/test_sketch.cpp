@@ -257,6 +257,34 @@ TEST(Sketch, SeedsGiveDifferentOperators) {
   EXPECT_TRUE(differ > 150 && differ < 360);
 }
 
+// A stack of terms (a layer's seeded operators in one call): term t is the plain tile of seed
+// sketch_term_seed(seed, stream0 + t·stream_step), on every backend and kind, ragged tiles included; the
+// seeds are the Python reference's term_seed (values pinned from swisk.reference.sketched).
+TEST(Sketch, StackedTermsAreTheTermSeedsOperators) {
+  EXPECT_EQ(sketch_term_seed(0, 0), 0x6220a8397b1dcdafull);
+  EXPECT_EQ(sketch_term_seed(12345, 7), 0x6e7411b06820371cull);
+  EXPECT_EQ(sketch_term_seed((uint64_t(1) << 63) - 1, 0xffffffffull), 0x0b48ce655f564f3dull);
+  const int64_t k = 9, n = 300, r0 = 2, r1 = 7, c0 = 5, c1 = 290, terms = 3, stream0 = 1, step = 2;
+  const int64_t size = (r1 - r0) * (c1 - c0);
+  for (const char* kind : {"gaussian", "rademacher", "sparse_sign"})
+    for (Backend be : kHost) {
+      std::vector<float> like, out(size_t(terms * size), 7.0f);
+      SketchMatrixArgs a;
+      a.x = make_view(like, {0});
+      a.out = make_view(out, {terms * (r1 - r0), c1 - c0});
+      a.kind = kind;
+      a.k = k, a.n = n, a.seed = kSeed, a.r0 = r0, a.r1 = r1, a.c0 = c0, a.c1 = c1, a.nnz = 4;
+      a.terms = terms, a.stream0 = stream0, a.stream_step = step;
+      a.launch.backend = be;
+      sketch_matrix(a);
+      for (int64_t t = 0; t < terms; ++t) {
+        const int64_t seed = int64_t(sketch_term_seed(uint64_t(kSeed), uint64_t(stream0 + t * step)));
+        const auto want = tile<float>(be, kind, k, n, r0, r1, c0, c1, 4, seed);
+        EXPECT_TRUE(std::memcmp(out.data() + t * size, want.data(), size_t(size) * sizeof(float)) == 0);
+      }
+    }
+}
+
 TEST(Sketch, BadArguments) {
   EXPECT_THROW_MSG(tile<float>(Backend::cpu, "haar", 4, 4, 0, 4, 0, 4), Error,
                    "[sketch_matrix] kind: unknown sketch 'haar'; valid: gaussian, rademacher, sparse_sign");
@@ -267,6 +295,20 @@ TEST(Sketch, BadArguments) {
   EXPECT_THROW_MSG(tile<float>(Backend::cpu, "gaussian", 4, 4, 2, 5, 0, 4), Error, "[sketch_matrix] rows:");
   EXPECT_THROW_MSG(tile<float>(Backend::cpu, "gaussian", 4, 4, 0, 4, 3, 2), Error, "[sketch_matrix] cols:");
   EXPECT_THROW_MSG(tile<double>(Backend::cuda_emu, "gaussian", 4, 4, 0, 4, 0, 4), Error, "float64 is not supported");
+  {
+    std::vector<float> like, out(16);
+    SketchMatrixArgs a;
+    a.x = make_view(like, {0});
+    a.out = make_view(out, {4, 4});
+    a.kind = "gaussian";
+    a.k = 4, a.n = 4, a.r1 = 4, a.c1 = 4;
+    a.terms = -1;
+    EXPECT_THROW_MSG(sketch_matrix(a), Error, "[sketch_matrix] terms: must be in [0, 2^20]");
+    a.terms = 1, a.stream0 = -1;
+    EXPECT_THROW_MSG(sketch_matrix(a), Error, "[sketch_matrix] stream0:");
+    a.stream0 = 0, a.stream_step = int64_t(1) << 32;
+    EXPECT_THROW_MSG(sketch_matrix(a), Error, "[sketch_matrix] stream_step:");
+  }
   EXPECT_EQ(sketch_id("sketch", "sparse_sign"), SK_SKETCH_sparse_sign);
 }
 

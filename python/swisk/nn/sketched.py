@@ -19,7 +19,6 @@ from .. import ops
 from .._ops.conv import _tuple
 from .._ops.sketch import stacked_operators
 from .._ops.sketched import _srht_apply, sketched_conv2d, sketched_linear, srht_sketched_linear
-from ..reference.sketched import term_seed
 from ._checks import FLOAT_DTYPES, LAYER_RAISES_DOC, int_arg
 
 _MASK63 = (1 << 63) - 1
@@ -184,10 +183,8 @@ class SKLinear(_Seeded):
         t, r = self.num_terms, self.low_rank
         if self.operator == "srht":
             return ops.srht_sketched_operators(t, r, self.in_features, self.out_features, seed, dtype, device)
-        u1 = stacked_operators("rademacher", r, self.out_features, [term_seed(seed, 2 * i) for i in range(t)],
-                               dtype, device)
-        u2 = stacked_operators("rademacher", r, self.in_features, [term_seed(seed, 2 * i + 1) for i in range(t)],
-                               dtype, device)
+        u1 = stacked_operators("rademacher", r, self.out_features, seed, t, 0, 2, dtype, device)  # streams 0, 2, ..
+        u2 = stacked_operators("rademacher", r, self.in_features, seed, t, 1, 2, dtype, device)  # 1, 3, ..
         # U2s (T, in, r) as a view of the (T, r, in) rows: sketched_linear's x·U2 then reads them in place
         return u1, u2.transpose(1, 2)
 
@@ -298,8 +295,7 @@ class SKConv2d(_Seeded):
         if "seed" not in self._buffers:
             return self.U1s
         seed = self._seed_value()
-        return stacked_operators("rademacher", self.low_rank, self.out_channels,
-                                 [term_seed(seed, i) for i in range(2 * self.num_terms)],
+        return stacked_operators("rademacher", self.low_rank, self.out_channels, seed, 2 * self.num_terms, 0, 1,
                                  dtype or torch.get_default_dtype(), device or self.seed.device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

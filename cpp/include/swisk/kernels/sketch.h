@@ -32,6 +32,7 @@ struct SketchParams {
   sk_u32 kind;              // an id of SWISK_SKETCHES
   sk_u32 nnz;               // non-zeros per column (sparse-sign)
   float scale;              // 1/sqrt(k) (dense) or 1/sqrt(nnz), rounded once on the host
+  sk_u32 base_lo, base_hi;  // the tile's first element in out (a term of a stack of operators)
   sk_u32 pad;
 };
 
@@ -212,6 +213,7 @@ SWISK_HD SkGrid sketch_grid(SWISK_CONST SketchParams& p) {
 // The generation kernel's body; taken: the block's SWISK_SKETCH_SHARED(K) shared words.
 template <int K, typename T>
 SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GLOBAL T* out, SWISK_TG sk_u32* taken) {
+  out += (sk_u64(p.base_hi) << 32) | p.base_lo;
   const sk_u64 stride = sk_u64(id.gdx) * id.bdx, items = sketch_items(p);
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < items; e += stride) {
     if (K == SK_SKETCH_sparse_sign) {

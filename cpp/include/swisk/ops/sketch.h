@@ -13,11 +13,14 @@
 namespace swisk {
 
 // A tile of the k x n operator: rows r0 .. r1, columns c0 .. c1, as out (r1 - r0, c1 - c0).
-// x gives the tile's dtype and device (its data is not read).
+// x gives the tile's dtype and device (its data is not read). terms >= 1: a stack of that many operators'
+// tiles, out (terms·(r1 - r0), c1 - c0), term t's of seed sketch_term_seed(seed, stream0 + t·stream_step)
+// (a layer's seeded operators in one call); terms = 0: the operator of seed itself.
 struct SketchMatrixArgs {
   TensorView x, out;
   std::string kind;
   int64_t k = 0, n = 0, seed = 0, r0 = 0, r1 = 0, c0 = 0, c1 = 0, nnz = 8;
+  int64_t terms = 0, stream0 = 0, stream_step = 0;
   Launch launch;
   static constexpr int kInputs = 1;
   static constexpr bool kWork = false;
@@ -81,8 +84,14 @@ std::unique_ptr<PreparedCall> srht_prepare(const SrhtArgs& inputs, Backend b);
 void sketch_matrix(const SketchMatrixArgs& args);
 void fwht(const FwhtArgs& args);
 
-// The kernel parameters of a validated tile request.
+// The kernel parameters of a validated tile request; of its term t (its seed, and its place in out).
 SketchParams sketch_params(const SketchMatrixArgs& a);
+SketchParams sketch_term_params(const SketchMatrixArgs& a, int64_t t);
+// Operators (tiles) a request writes: max(terms, 1).
+int64_t sketch_terms(const SketchMatrixArgs& a);
+// The seed of a layer's operator `stream` (splitmix64 of seed and stream, 63 bits): swisk.reference's
+// term_seed.
+uint64_t sketch_term_seed(uint64_t seed, uint64_t stream);
 // The whole operator a validated sketch call applies (k x n), and its GPU chunking (sketch_sparse.h).
 SketchParams sketch_operator(const SketchArgs& a);
 SparseParams sparse_sketch_params(const SketchArgs& a);
