@@ -81,7 +81,8 @@ for tool in memcheck racecheck initcheck synccheck; do
   log="$results/sanitizer-$tool.log"
   found=$(grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)
   # every report printed (--print-limit 0: 24,550 of initcheck's took 1.6 MB gzipped): counted by kernel
-  where=$(grep -h -E '^=========     at ' "$log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -6 | tr -s ' ' | tr '\n' ';')
+  where=$(grep -h -E '^=========     at ' "$log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -6 |
+    tr -s ' ' | tr '\n' ';')
   note "compute-sanitizer $tool: exit $rc in $secs s: $found $(grep -E 'passed|failed' "$log" | tail -1) ${where:+[$where]}"
 done
 note "pytest (cpu, emulators): exit $rest_rc: $(tail -1 "$results/pytest-rest.log")"
@@ -106,7 +107,8 @@ if [ "${SWISK_GPU_NCU_S:-0}" -gt 0 ]; then
     python3 scripts/gpu_kernels.py --calls 2 >"$results/ncu.txt" 2>&1
   note "ncu: exit $? ($(grep -c 'Duration' "$results/ncu.txt") kernels read)"
 fi
-# The logs in one archive: the device tool brings back at most 8 files (summary, bench JSON and text, profile,
-# ncu and this archive stay apart)
-(cd "$results" && tar czf logs.tgz --remove-files info.txt pytest-*.log sanitizer-* fuzz-cuda.log kernels.txt 2>/dev/null)
+# The logs in one archive: the device tool brings back at most 8 files (summary, bench JSON and text,
+# profile, ncu and this archive stay apart)
+(cd "$results" && tar czf logs.tgz --remove-files info.txt pytest-*.log sanitizer-* fuzz-cuda.log kernels.txt \
+  2>/dev/null)
 exit $status

@@ -124,7 +124,8 @@ std::unique_ptr<PreparedCall> sketch_matrix_prepare(const SketchMatrixArgs& a, B
               a.stream0);
   SWISK_CHECK(0 <= a.stream_step && a.stream_step < (int64_t(1) << 32), value, op, "stream_step",
               "must be in [0, 2^32), got ", a.stream_step);
-  SWISK_CHECK((a.r1 - a.r0) * (a.c1 - a.c0) * sketch_terms(a) < (int64_t(1) << 40), value, op, "cols",
+  const int64_t tile = (a.r1 - a.r0) * (a.c1 - a.c0);  // < 2^62; then times terms <= 2^20 without overflow
+  SWISK_CHECK(tile < (int64_t(1) << 40) && tile * sketch_terms(a) < (int64_t(1) << 40), value, op, "cols",
               "a tile (all terms) of at most 2^40 entries is supported");
   auto c = make_call(op, a, b);
   c->outputs = {{sketch_terms(a) * (a.r1 - a.r0), a.c1 - a.c0}};

@@ -308,6 +308,9 @@ TEST(Sketch, BadArguments) {
     EXPECT_THROW_MSG(sketch_matrix(a), Error, "[sketch_matrix] stream0:");
     a.stream0 = 0, a.stream_step = int64_t(1) << 32;
     EXPECT_THROW_MSG(sketch_matrix(a), Error, "[sketch_matrix] stream_step:");
+    a.stream_step = 0, a.terms = int64_t(1) << 20;  // 2^60 entries a term, 2^80 in all: refused, no overflow
+    a.k = a.n = a.r1 = a.c1 = int64_t(1) << 30;
+    EXPECT_THROW_MSG(sketch_matrix(a), Error, "[sketch_matrix] cols: a tile (all terms) of at most 2^40");
   }
   EXPECT_EQ(sketch_id("sketch", "sparse_sign"), SK_SKETCH_sparse_sign);
 }

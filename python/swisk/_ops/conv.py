@@ -165,8 +165,9 @@ def _public(d: int):
         ``(N, O, *S_out)``. Runs on the GEMM route: swisk's kernels write bounded tiles of the unfolded
         bases (swisk.config workspace_bytes), torch's convolution multiplies them (on CUDA, fp32 as TF32
         while ``torch.backends.cudnn.allow_tf32``, torch's default, as for ``nn.Conv2d``: ~1e-3 relative);
-        the backward regenerates them (saved state: the inputs). Differentiable in x and every weight to any order on swisk's
-        expansion kernels; in grid, and forward-mode tangents, through the plain-torch formulation.
+        the backward regenerates them (saved state: the inputs). Differentiable in x and every weight to
+        any order on swisk's expansion kernels; in grid, and forward-mode tangents, through the plain-torch
+        formulation.
 
     Raises:
         TypeError / ValueError naming the argument for wrong types, dtypes, devices, shapes or knots.
