@@ -113,7 +113,8 @@ def test_activations_and_optional_weights(rng, act, base, scaler):
 @pytest.mark.parametrize("workspace", [1, 3000, 20000, 1 << 26])
 def test_tiles_within_and_across_images(rng, monkeypatch, workspace, stride):
     """Tiles of one output row, of several rows of one image, of several images and of everything:
-    the same numbers, and each tile expands the padded input rows it reads."""
+    the same numbers. A tile of whole images expands their pixels (the convolutions pad), a tile of rows
+    the padded input rows it reads."""
     images = 3
     args = make(rng, 2, images, 3, 4, 7, 3, groups=1)
     seen = []
@@ -131,8 +132,31 @@ def test_tiles_within_and_across_images(rng, monkeypatch, workspace, stride):
     out_rows = y.shape[2]
     if workspace == 1:   # one output row per tile: it reads kernel-height padded input rows
         assert len(seen) == 2 * images * out_rows and max(seen) == 3 * 9
-    if workspace == 1 << 26:  # one tile, forward and backward
-        assert seen == [images * 81] * 2
+    if workspace == 1 << 26:  # one tile, forward and backward, of the 7x7 unpadded pixels
+        assert seen == [images * 49] * 2
+
+
+@pytest.mark.parametrize("kernel", [2, 4])
+def test_asymmetric_padding_pads_the_input(rng, monkeypatch, kernel):
+    """'same' with an even kernel pads one more after than before: the convolutions cannot pad that, so
+    the input is padded (-inf, bases 0) and each tile expands the padded pixels."""
+    images = 2
+    args = make(rng, 2, images, 3, 4, 7, kernel, groups=1)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    seen = []
+    real = spline._expand_into
+    monkeypatch.setattr(conv, "_expand_into", lambda p, *a: (seen.append(p.numel() // 3), real(p, *a)))
+    y = swisk.ops.kan_conv2d(*leaves, 3, 1, "same", 1, 1)
+    total = kernel - 1
+    pads = [total // 2, total - total // 2] * 2
+    want = ref(leaves, 3, [1, 1], pads, [1, 1], 1)
+    assert y.shape == want.shape == (images, 4, 7, 7)
+    assert rel_err(y, want) <= REL[F64]
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    moving = [leaves[i] for i in (0, 2, 3, 4)]
+    for a, b in zip(torch.autograd.grad(y, moving, go), torch.autograd.grad(want, moving, go)):
+        assert rel_err(a, b) <= 10 * REL[F64]
+    assert seen == [images * (7 + total) ** 2] * 2
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
