@@ -195,3 +195,44 @@ def test_tf32_rows_run_both_sides_with_tf32_and_restore_the_flag():
     assert "tf32" not in plain
     assert set(runner.device_ceilings(torch.device("cpu"), [torch.float32], 2, tf32=True)["matmul_tflops"]) == {
         "float32", "tf32"}
+
+
+def test_around_holds_the_swisk_sides_whole_step():
+    """A case's around() context holds swisk's forward and its backward (settings the backward reads, such
+    as kan_conv's workspace), in the timings and the memory steps; the reference runs outside it."""
+    import contextlib
+
+    from swisk.bench.cases import Case
+
+    inside, seen = [False], []
+
+    @contextlib.contextmanager
+    def around():
+        inside[0] = True
+        try:
+            yield
+        finally:
+            inside[0] = False
+
+    class Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, side):
+            seen.append((side, "fwd", inside[0]))
+            ctx.side = side
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append((ctx.side, "bwd", inside[0]))
+            return g * 2, None
+
+    case = Case("op", "x", lambda device, dtype, gen: {"x": torch.randn(8, generator=gen).requires_grad_()},
+                run=lambda a: Probe.apply(a["x"], "swisk"), reference=lambda a: Probe.apply(a["x"], "ref"),
+                grads=("x",), around=around)
+    row = runner.measure(case, torch.device("cpu"), torch.float32, reps=2)
+    runner.measure_memory(row, case, torch.device("cpu"), torch.float32)
+    assert {(s, p) for s, p, _ in seen} == {("swisk", "fwd"), ("swisk", "bwd"), ("ref", "fwd"), ("ref", "bwd")}
+    assert all(held == (side == "swisk") for side, _, held in seen)
+    from swisk.bench import conv
+    for c in conv.CASES:
+        assert (c.around is not None) == ("workspace" in c.label or "separate" in c.label)

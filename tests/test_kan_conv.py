@@ -15,6 +15,14 @@ REL = {torch.float64: 1e-12, torch.float32: 3e-5, torch.float16: 8e-3, torch.bfl
 OPS = {1: swisk.ops.kan_conv1d, 2: swisk.ops.kan_conv2d, 3: swisk.ops.kan_conv3d}
 
 
+@pytest.fixture(autouse=True, params=[False, True], ids=["separate", "merged"])
+def merge(request, monkeypatch):
+    """Every test with the base branch as its own convolution and, where it may, riding in the tiles
+    (conv_gemm.MERGE: the GPUs' default; the CPU's is separate, so the emulators run both too)."""
+    monkeypatch.setitem(conv_gemm.MERGE, "cpu", request.param)
+    return request.param
+
+
 def rel_err(a, b):
     return ((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-30)).item()
 
@@ -397,3 +405,30 @@ def test_torch_func_transforms(rng):
         want = torch.func.grad(lambda s: ref([xb[i:i + 1], grid, bw, s, sc], 3, [1, 1], _pads(1, 2), [1, 1], 1)
                                .sum())(sw)
         assert rel_err(per[i], want) <= 1e-11
+
+
+@pytest.mark.parametrize("act,groups,padding", [("silu", 1, 1), ("gelu", 1, 1), ("silu", 2, 1), ("silu", 1, "same")])
+def test_base_branch_rides_in_the_tiles(rng, monkeypatch, merge, act, groups, padding):
+    """Merged (silu, one group, symmetric padding): one convolution per tile forward and one convolution
+    backward, the contraction giving the whole dx; otherwise the base branch's own. Same numbers."""
+    kernel = 2 if padding == "same" else 3  # 'same' with an even kernel: asymmetric, the input padded
+    args = make(rng, 2, 2, 4, 4, 6, kernel, groups=groups)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    calls = []
+    fwd, bwd = conv_gemm._CONV, torch.ops.aten.convolution_backward
+    monkeypatch.setattr(conv_gemm, "_CONV", tuple((lambda f: lambda *a: (calls.append("fwd"), f(*a))[1])(f)
+                                                  for f in fwd))
+    y = swisk.ops.kan_conv2d(*leaves, 3, 1, padding, 1, groups, act)
+    pads = _pads(1, 2) if padding == 1 else [0, 1, 0, 1]
+    want = ref(leaves, 3, [1, 1], pads, [1, 1], groups, act)
+    assert rel_err(y, want) <= REL[F64]
+    merged = merge and act == "silu" and groups == 1 and padding == 1
+    assert calls == ["fwd"] * (1 if merged else 2)
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    moving = [leaves[i] for i in (0, 2, 3, 4)]
+    monkeypatch.setattr(torch.ops.aten, "convolution_backward", lambda *a: (calls.append("bwd"), bwd(*a))[1])
+    calls.clear()
+    got = torch.autograd.grad(y, moving, go)
+    assert calls == ["bwd"] * (1 if merged else 2)
+    for a, b in zip(got, torch.autograd.grad(want, moving, go)):
+        assert rel_err(a, b) <= 10 * REL[F64]

@@ -19,11 +19,17 @@ from ..reference.conv import ACTIVATIONS, scaled_spline_weight, torch_pads
 _CONV = (F.conv1d, F.conv2d, F.conv3d)
 _LOW = (torch.float16, torch.bfloat16)
 # Tiles take a share of workspace_bytes. CPU: an eighth, at b32 32->32 28x28 as fast as a quarter, and the
-# peak then 1/8 to 1/12 of the formulation's (bench, 1 and 2 threads). GPUs: a half, the tile of the H200's
-# 256 MiB-workspace row (4.77 ms fwd+bwd fp32 against 5.89 with 8 MiB tiles, 2026-11-28): there each
-# tile's dozen ops cost host time, not the kernels.
+# peak then 1/8 to 1/12 of the formulation's (bench, 1 and 2 threads). GPUs: a half, so fewer tiles and
+# fewer host-side ops per step: the H200's kan_conv2d step was host-bound (4.6 ms of wall time for 0.95 ms
+# of kernels, 2026-11-28). Unmeasured; the bench's GPU rows at other workspaces compare it.
 TILE_SHARE = {"cpu": 8}
 _GPU_SHARE = 2
+# Whether the base branch may ride in the tiles (_Source.merged), per device type (default: yes). GPUs: one
+# cuDNN call instead of two each way (~64 us of host time forward, ~120 backward on the H200, whose
+# kan_conv step is host-bound). CPU: no: b32 C->32 28x28, merged against separate fwd+bwd, 1 thread
+# C=8 / 16 / 32 / 64: 78.7 / 156.1 / 300.1 / 588.8 ms against 74.5 / 155.7 / 315.3 / 562.0; 2 threads
+# C=16 / 32: 90.7 / 176.9 against 95.7 / 153.5 (one pixel per row leaves few channels' lanes empty).
+MERGE = {"cpu": False}
 
 
 class Geometry:
@@ -60,8 +66,8 @@ class Geometry:
         return [(n, n + 1, o0, min(self.out[0], o0 + per)) for n in range(self.n) for o0 in range(0, self.out[0], per)]
 
     def native(self, tiles) -> bool:
-        """Whether the convolutions pad (zeros) themselves: whole images per tile, the same padding on both
-        sides of every dim."""
+        """Whether the convolutions can pad (zeros) themselves: whole images per tile, the same padding on
+        both sides of every dim."""
         return self.symmetric and tiles[0][2:] == (0, self.out[0])
 
 
@@ -82,70 +88,80 @@ def _empty_like_output(x, g: Geometry, dtype):
 
 
 class _Source:
-    """x as the tiles read it: (N, *S, C) pixels of C channels, padded with -inf unless the convolutions
-    pad; the grid repeated for m pixels per row of the expansion kernels."""
+    """One call's route and x as its tiles read it. native: the convolutions zero-pad (whole images, the
+    same padding on both sides), else x is padded with -inf (bases 0). merged: the base branch rides in
+    the tiles, each pixel's row [silu(x) | bases] (C + C·n_basis channels, kan_linear's A operand) against
+    [base_weight | spline_weight·scaler]: one convolution instead of two, and the contraction returns the
+    whole dx. It needs silu, one group, native padding and a pixel per row (m = 1)."""
 
-    def __init__(self, x, grid, g: Geometry, native: bool):
-        self.native, self.grid, self.grids = native, grid, {1: grid}
+    def __init__(self, x, grid, bw, g: Geometry, act: str, tiles):
+        self.g, self.tiles, self.native, self.grid, self.grids = g, tiles, g.native(tiles), grid, {1: grid}
         xr = x.reshape(g.n, g.c, *g.spatial)
-        self.pixels = (xr if native else F.pad(xr, torch_pads(g.padding), value=float("-inf"))).movedim(1, -1)
-        self.conv_padding = g.padding[0::2] if native else [0] * g.d
+        self.pixels = (xr if self.native else F.pad(xr, torch_pads(g.padding), value=float("-inf"))).movedim(1, -1)
+        self.conv_padding = g.padding[0::2] if self.native else [0] * g.d
+        self.merged = (MERGE.get(x.device.type, True) and self.native and bw is not None and act == "silu"
+                       and g.groups == 1)
+        self.channels = g.c * (g.nb + self.merged)  # of E
 
-    def rows(self, tile, g: Geometry):
+    def rows(self, tile):
         """Input rows (first spatial dim, of pixels) that a tile reads: all of them for whole images."""
-        return (0, self.pixels.shape[1]) if self.native else g.rows_in(tile[2], tile[3])
+        return (0, self.pixels.shape[1]) if self.native else self.g.rows_in(tile[2], tile[3])
+
+    def pixels_per_row(self, q: int) -> int:
+        """m: the largest divisor of q with m·C <= 64 (vector lanes on the CPU), 1 when merged."""
+        c = max(self.g.c, 1)
+        for m in range(1 if self.merged else max(1, 64 // c), 0, -1):
+            if q % m == 0:
+                return m
+        return 1
 
     def grid_for(self, m: int):
         if m not in self.grids:
             self.grids[m] = torch.cat([self.grid] * m)  # one op (repeat costs several)
         return self.grids[m]
 
+    def weight(self, bw, sw, sc):
+        """The convolution's weight: spline_weight·scaler, with base_weight's channels first when merged."""
+        w = scaled_spline_weight(sw, sc)
+        return torch.cat([bw, w], 1) if self.merged else w
+
+    def buffers(self, dtype, device):
+        line = math.prod(self.pixels.shape[2:-1])  # pixels per input row
+        q = max((t[1] - t[0]) * (self.rows(t)[1] - self.rows(t)[0]) * line for t in self.tiles)
+        return {"x": torch.empty(q * self.g.c, dtype=dtype, device=device),
+                "e": torch.empty(q * self.channels, dtype=dtype, device=device)}
+
 
 class _Tile:
-    """One tile: its input pixels (rows of C channels) and their bases E as the vendor's convolution
-    takes them, (n, C·n_basis, R, *rest) with channels-last strides. The expansion kernels see m
-    consecutive pixels as one row of m·C features (same memory), so few channels still fill the vector
-    lanes. The pixels are read in place when contiguous (channels-last x, natively padded)."""
+    """One tile: its input pixels (rows of C channels) and E as the vendor's convolution takes it,
+    (n, channels, R, *rest) with channels-last strides. The expansion kernels see m consecutive pixels as
+    one row of m·C features (same memory), so few channels still fill the vector lanes. The pixels are
+    read in place when contiguous (channels-last x, natively padded)."""
 
-    def __init__(self, source: _Source, tile, g: Geometry, k, expand, bufs):
-        n0, n1, o0, o1 = tile
-        self.r0, r1 = source.rows(tile, g)
+    def __init__(self, source: _Source, tile, k, expand, bufs):
+        n0, n1 = tile[:2]
+        c = source.g.c
+        self.r0, r1 = source.rows(tile)
         self.src = source.pixels[n0:n1, self.r0:r1]                # (n, R, *rest, C), a view
-        q = self.src.numel() // g.c
-        self.m = _pixels_per_row(q, g.c)
-        self.grid = source.grid_for(self.m)
+        q = self.src.numel() // c
+        self.m = source.pixels_per_row(q)
+        self.grid, self.k, self.base = source.grid_for(self.m), k, source.merged
         if self.src.is_contiguous():
             xb = self.src
         else:
-            xb = bufs["x"][:q * g.c].view(self.src.shape)
+            xb = bufs["x"][:q * c].view(self.src.shape)
             xb.copy_(self.src)
-        self.x = xb.view(q // self.m, self.m * g.c)
-        e = bufs["e"][:q * g.c * g.nb].view(q // self.m, -1)
-        self.k = k
-        expand(self.x, self.grid, k, 0, False, e)
-        self.e = e.view(*self.src.shape[:-1], g.c * g.nb).movedim(-1, 1)
+        self.x = xb.view(q // self.m, self.m * c)
+        e = bufs["e"][:q * source.channels].view(q // self.m, -1)
+        expand(self.x, self.grid, k, 0, self.base, e)
+        self.e = e.view(*self.src.shape[:-1], source.channels).movedim(-1, 1)
 
     def contract(self, contract, de, dx=None):
-        """dx (q, C) of the tile's pixels from dE (n, C·n_basis, R, *rest), into dx when given."""
+        """dx (q, C) of the tile's pixels from dE (n, channels, R, *rest), into dx when given."""
         de = de.movedim(1, -1).contiguous().view(self.x.shape[0], -1)
         dx = torch.empty_like(self.x) if dx is None else dx.view(self.x.shape)
-        contract(self.x, self.grid, de, self.k, 1, False, dx)
+        contract(self.x, self.grid, de, self.k, 1, self.base, dx)
         return dx.view(self.src.shape)
-
-
-def _pixels_per_row(q: int, c: int) -> int:
-    """The largest divisor m of q with m·C <= 64 (at least 1)."""
-    for m in range(max(1, 64 // max(c, 1)), 0, -1):
-        if q % m == 0:
-            return m
-    return 1
-
-
-def _buffers(g: Geometry, source: _Source, tiles, dtype, device):
-    line = math.prod(source.pixels.shape[2:-1])  # pixels per input row
-    q = max((t[1] - t[0]) * (source.rows(t, g)[1] - source.rows(t, g)[0]) * line for t in tiles)
-    return {"x": torch.empty(q * g.c, dtype=dtype, device=device),
-            "e": torch.empty(q * g.c * g.nb, dtype=dtype, device=device)}
 
 
 def _as_output(y, x, g: Geometry):
@@ -163,31 +179,33 @@ def forward(expand, x, grid, bw, sw, sc, k, stride, padding, dilation, groups, a
         return _empty_like_output(x, g, x.dtype).view(*g.lead, g.o, *g.out)
     if g.c * g.nb == 0:
         return _empty_like_output(x, g, x.dtype).zero_().view(*g.lead, g.o, *g.out)
-    tiles = g.tiles(x.element_size(), 1)
-    native = g.native(tiles)
+    src = _Source(x, grid, bw, g, act, g.tiles(x.element_size(), 1))
     y = None
-    if bw is not None:  # the base branch's output is the sum's first term: the tiles add theirs to it
-        xa = ACTIVATIONS[act](x.reshape(g.n, g.c, *g.spatial))
-        y = conv(xa if native else pad(xa, g, 0.0), bw, None, stride, g.padding[0::2] if native else 0, dilation,
-                 groups)
-        y = _as_output(y, x, g)
-    w = scaled_spline_weight(sw, sc)
-    source = _Source(x, grid, g, native)
-    bufs = _buffers(g, source, tiles, x.dtype, x.device)
-    for tile in tiles:
-        t = _Tile(source, tile, g, k, expand, bufs)
-        ys = conv(t.e, w, None, stride, source.conv_padding, dilation, groups)
-        if y is None and len(tiles) == 1:
+    if bw is not None and not src.merged:  # the base branch is the sum's first term: the tiles add theirs
+        y = _as_output(conv(_base_input(x, g, act, src.native), bw, None, stride, src.conv_padding, dilation,
+                            groups), x, g)
+    w = src.weight(bw, sw, sc)
+    bufs = src.buffers(x.dtype, x.device)
+    for tile in src.tiles:
+        t = _Tile(src, tile, k, expand, bufs)
+        ys = conv(t.e, w, None, stride, src.conv_padding, dilation, groups)
+        if y is None and len(src.tiles) == 1:
             y = _as_output(ys, x, g)
+            continue
+        if y is None:
+            y = _empty_like_output(x, g, x.dtype)
+        part = y[tile[0]:tile[1], :, tile[2]:tile[3]]
+        if bw is None or src.merged:
+            part.copy_(ys)
         else:
-            if y is None:
-                y = _empty_like_output(x, g, x.dtype)
-            part = y[tile[0]:tile[1], :, tile[2]:tile[3]]
-            if bw is None:
-                part.copy_(ys)
-            else:
-                part.add_(ys)
+            part.add_(ys)
     return y.view(*g.lead, *y.shape[1:])
+
+
+def _base_input(x, g: Geometry, act: str, native: bool):
+    """act(x) as (N, C, *S), zero-padded unless the convolution pads."""
+    xa = ACTIVATIONS[act](x.reshape(g.n, g.c, *g.spatial))
+    return xa if native else pad(xa, g, 0.0)
 
 
 def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dilation, groups, act, need_x=True,
@@ -198,49 +216,43 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dila
     acc = torch.float32 if x.dtype in _LOW else x.dtype
     gy = gy.reshape(g.n, g.o, *g.out)
     xr = x.reshape(g.n, g.c, *g.spatial)
-    live = gy.numel() and g.c and (need_x or need_weights)
-    tiles = g.tiles(x.element_size(), 2) if live else [(0, g.n, 0, g.out[0])]
-    native = g.native(tiles)
-    conv_padding = g.padding[0::2] if native else [0] * g.d
     mask = [need_x, need_weights, False]
     dx = gw = None
     gbw = torch.zeros_like(bw) if bw is not None and need_weights else x.new_zeros(0)
-    if live and bw is not None:  # the base branch first: its dx is where the tiles' dx add in
-        xa = ACTIVATIONS[act](xr)
-        gap, gb, _ = torch.ops.aten.convolution_backward(
-            gy, xa if native else pad(xa, g, 0.0), bw, None, list(stride), conv_padding, list(dilation), False,
-            [0] * g.d, groups, mask)
-        if need_weights:
-            gbw = gb
-        if need_x:
-            crop = (slice(None), slice(None), *(slice(g.padding[2 * i], g.padding[2 * i] + s)
-                                                for i, s in enumerate(g.spatial)))
-            dx = _act_backward(act, gap if native else gap[crop], xr)
-    if live:
-        source = _Source(x, grid, g, native)
-        w = scaled_spline_weight(sw, sc)
-        bufs = _buffers(g, source, tiles, x.dtype, x.device)
+    if gy.numel() and g.c and (need_x or need_weights):
+        src = _Source(x, grid, bw, g, act, g.tiles(x.element_size(), 2))
+        crop = tuple(slice(g.padding[2 * i], g.padding[2 * i] + s) for i, s in enumerate(g.spatial))
+        if bw is not None and not src.merged:  # the base branch first: its dx is where the tiles' dx add in
+            gap, gb, _ = torch.ops.aten.convolution_backward(
+                gy, _base_input(x, g, act, src.native), bw, None, list(stride), src.conv_padding, list(dilation),
+                False, [0] * g.d, groups, mask)
+            if need_weights:
+                gbw = gb
+            if need_x:
+                dx = _act_backward(act, gap if src.native else gap[(slice(None), slice(None), *crop)], xr)
+        w = src.weight(bw, sw, sc)
+        bufs = src.buffers(x.dtype, x.device)
         # dx of the pixels (channels-last): written once per pixel by whole-image tiles, else summed over tiles
-        dxcl = None
-        if need_x:
-            dxcl = (torch.empty if native else torch.zeros)(source.pixels.shape, dtype=x.dtype, device=x.device)
-        for tile in tiles:
-            t = _Tile(source, tile, g, k, expand, bufs)
+        dxcl = (torch.empty if src.native else torch.zeros)(src.pixels.shape, dtype=x.dtype, device=x.device) \
+            if need_x else None
+        for tile in src.tiles:
+            t = _Tile(src, tile, k, expand, bufs)
             de, dw, _ = torch.ops.aten.convolution_backward(
-                gy[tile[0]:tile[1], :, tile[2]:tile[3]], t.e, w, None, list(stride), source.conv_padding,
+                gy[tile[0]:tile[1], :, tile[2]:tile[3]], t.e, w, None, list(stride), src.conv_padding,
                 list(dilation), False, [0] * g.d, groups, mask)
             if need_weights:
                 gw = dw.to(acc) if gw is None else gw.add_(dw)
             if need_x:
                 rows = dxcl[tile[0]:tile[1], t.r0:t.r0 + t.src.shape[1]]
-                if native:
+                if src.native:
                     t.contract(contract, de, rows)
                 else:
                     rows += t.contract(contract, de)
         if need_x:
-            crop = tuple(slice(g.padding[2 * i], g.padding[2 * i] + s) for i, s in enumerate(g.spatial))
-            spline_dx = (dxcl if native else dxcl[(slice(None), *crop)]).movedim(-1, 1)
+            spline_dx = (dxcl if src.native else dxcl[(slice(None), *crop)]).movedim(-1, 1)
             dx = spline_dx if dx is None else dx.add_(spline_dx)
+        if need_weights and src.merged:  # [base_weight | spline] channels
+            gbw, gw = gw[:, :g.c].to(x.dtype), gw[:, g.c:].contiguous()
     if not need_x:
         dx = x.new_zeros(0)
     else:

@@ -31,3 +31,5 @@ class Case:
     route: str = ""                           # the route the swisk side is pinned to ("" : the op's own)
     info: Optional[Callable] = None           # (inputs, device) -> extra row fields (e.g. the auto route)
     tf32: bool = False                        # both sides with torch.backends.cuda.matmul.allow_tf32 set
+    around: Optional[Callable] = None         # () -> a context manager the swisk side's whole step runs in
+                                              # (forward and backward: settings the backward reads too)

@@ -2,9 +2,12 @@
 (torch-conv-kan's: the (N, C·n_basis, H, W) basis tensor, then one convolution)."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from .. import config, ops, reference
+from .._ops import conv_gemm
 from .cases import Case
 
 _GRADS = ("x", "base_weight", "spline_weight", "spline_scaler")
@@ -33,34 +36,55 @@ def _args(a):
     return a["x"], a["grid"], a["base_weight"], a["spline_weight"], a["spline_scaler"], a["k"]
 
 
-def _case(batch, c, o, size, kernel, g, goal, channels_last=False, k=3, workspace=None, devices=None):
-    """workspace: swisk.config's workspace_bytes for swisk's side (its tiles take a share of it: conv_gemm.py)."""
+@contextlib.contextmanager
+def _separate_base():
+    """kan_conv's base branch as its own convolution on every device (conv_gemm.MERGE off)."""
+    before = dict(conv_gemm.MERGE)
+    conv_gemm.MERGE.update({dev: False for dev in ("cpu", "cuda", "mps")})
+    try:
+        yield
+    finally:
+        conv_gemm.MERGE.clear()
+        conv_gemm.MERGE.update(before)
+
+
+def _case(batch, c, o, size, kernel, g, goal, channels_last=False, k=3, workspace=None, separate=False,
+          devices=None):
+    """workspace: swisk.config's workspace_bytes for swisk's whole step (its tiles take a share of it:
+    conv_gemm.py); separate: the base branch as its own convolution (conv_gemm.MERGE off)."""
     pads = [kernel // 2] * 4
     out = size  # stride 1, 'same'-size padding
     flops = 2.0 * batch * out * out * o * c * kernel * kernel * (g + k + 1)
     useful = 2.0 * batch * out * out * o * c * kernel * kernel * (k + 2)
     label = f"b{batch} {c}->{o} {size}x{size} {kernel}x{kernel} G={g}" + (" channels_last" if channels_last else "")
     label += f" workspace {workspace >> 20} MiB" if workspace else ""
+    label += " base separate" if separate else ""
 
-    def run(a):
-        if workspace is None:
-            return ops.kan_conv2d(*_args(a), 1, kernel // 2)
-        with config.using(workspace_bytes=workspace):
-            return ops.kan_conv2d(*_args(a), 1, kernel // 2)
+    @contextlib.contextmanager
+    def around():
+        with contextlib.ExitStack() as stack:
+            if workspace is not None:
+                stack.enter_context(config.using(workspace_bytes=workspace))
+            if separate:
+                stack.enter_context(_separate_base())
+            yield
 
     extra = {} if devices is None else {"devices": devices}
-    return Case("kan_conv2d", label, _setup(batch, c, o, size, kernel, g, k, channels_last), run=run,
+    return Case("kan_conv2d", label, _setup(batch, c, o, size, kernel, g, k, channels_last),
+                run=lambda a: ops.kan_conv2d(*_args(a), 1, kernel // 2),
                 reference=lambda a: reference.kan_conv(*_args(a), [1, 1], pads, [1, 1], 1),
                 grads=_GRADS, flops=flops, useful_flops=useful, goal=goal,
                 targets=("cpu: fwdbwd_speedup >= 2", "cpu: fwdbwd_memory_ratio <= 0.125", "cuda: fwdbwd_speedup >= 3"),
-                **extra)
+                around=around if workspace is not None or separate else None, **extra)
 
 
+_GPUS = ("cuda", "mps")
 CASES = [
     _case(32, 32, 32, 28, 3, 5, "CPU: fwd+bwd >= 2x the reference, <= 1/8 of its peak memory; GPU: >= 3x"),
     _case(32, 32, 32, 28, 3, 5, "as the NCHW row", channels_last=True),
-    # GPUs: the same row with 4x the workspace. On the H200 (2026-11-28) it gained 1.1 ms of 5.9 fwd+bwd
-    # with an eighth as the tile share; the GPUs' share is now a half (conv_gemm.py): this row checks
-    # that a still larger tile gains nothing more
-    _case(32, 32, 32, 28, 3, 5, "as the NCHW row", workspace=256 << 20, devices=("cuda", "mps")),
+    # GPUs, against the first row: the tile share and the merged base branch, each undone (conv_gemm.py).
+    # 16 MiB: tiles of 8 MiB at the GPUs' share, those of the 11-26 and 11-28 runs; 256 MiB: one tile.
+    _case(32, 32, 32, 28, 3, 5, "as the NCHW row", workspace=16 << 20, devices=_GPUS),
+    _case(32, 32, 32, 28, 3, 5, "as the NCHW row", workspace=256 << 20, devices=_GPUS),
+    _case(32, 32, 32, 28, 3, 5, "as the NCHW row", separate=True, devices=_GPUS),
 ]

@@ -141,6 +141,17 @@ def _fwd_bwd(fn, inputs: dict, grads: tuple, grad_out: dict, calls: int = 1):
     return step
 
 
+def _around(step, around):
+    """step run inside around() (a context manager factory), or step itself."""
+    if around is None:
+        return step
+
+    def inside():
+        with around():
+            step()
+    return inside
+
+
 @contextlib.contextmanager
 def tf32_matmuls(on: bool):
     """fp32 matmuls as tf32 (torch.backends.cuda.matmul.allow_tf32) inside, when on; restored after."""
@@ -177,7 +188,7 @@ def _measure(case: Case, device: torch.device, dtype: torch.dtype, reps: int, se
         phases.append(("fwdbwd", lambda fn, g: _fwd_bwd(fn, inputs, case.grads, g, n)))
     for phase, make in phases:
         try:
-            t = paired_ms(make(case.run, {}), make(case.reference, {}), device, reps)
+            t = paired_ms(_around(make(case.run, {}), case.around), make(case.reference, {}), device, reps)
         except torch.OutOfMemoryError:
             row["swisk_error"] = "out of memory"
             torch.cuda.empty_cache()
@@ -249,9 +260,10 @@ def _measure_memory(row: dict, case: Case, device: torch.device, dtype: torch.dt
         grad_out: dict = {}
         if row.get(f"{name}_error"):
             continue
-        steps = [("fwd", _forward(fn, inputs))]
+        around = case.around if name == "swisk" else None
+        steps = [("fwd", _around(_forward(fn, inputs), around))]
         if case.grads:
-            steps.append(("fwdbwd", _fwd_bwd(fn, inputs, case.grads, grad_out)))
+            steps.append(("fwdbwd", _around(_fwd_bwd(fn, inputs, case.grads, grad_out), around)))
         for phase, step in steps:
             step()  # warm-up: lazy initialisation stays out of the peak
             if phase == "fwdbwd":
