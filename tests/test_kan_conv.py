@@ -432,3 +432,26 @@ def test_base_branch_rides_in_the_tiles(rng, monkeypatch, merge, act, groups, pa
     assert calls == ["bwd"] * (1 if merged else 2)
     for a, b in zip(got, torch.autograd.grad(want, moving, go)):
         assert rel_err(a, b) <= 10 * REL[F64]
+
+
+def test_backward_reuses_the_forwards_weight(rng, monkeypatch):
+    """spline_weight·scaler (with base_weight's channels when merged) is formed once per step: the backward
+    takes the forward's while the weights are unchanged, and forms its own after a retained graph's first
+    backward took it, or when x needs no gradient (nothing held)."""
+    made = []
+    real = conv_gemm.scaled_spline_weight
+    monkeypatch.setattr(conv_gemm, "scaled_spline_weight", lambda *a: (made.append(1), real(*a))[1])
+    args = make(rng, 2, 2, 3, 4, 6, 3)
+    leaves = [t if i == 1 else t.clone().requires_grad_() for i, t in enumerate(args)]
+    y = swisk.ops.kan_conv2d(*leaves, 3, 1, 1)
+    go = torch.randn(y.shape, generator=rng, dtype=F64)
+    first = torch.autograd.grad(y, leaves[:1] + leaves[2:], go, retain_graph=True)
+    assert len(made) == 1
+    again = torch.autograd.grad(y, leaves[:1] + leaves[2:], go)
+    assert len(made) == 2
+    for a, b in zip(first, again):
+        assert torch.equal(a, b)
+    frozen_x = [leaves[0].detach()] + leaves[1:]
+    y = swisk.ops.kan_conv2d(*frozen_x, 3, 1, 1)
+    torch.autograd.grad(y, leaves[2:], go)
+    assert len(made) == 4

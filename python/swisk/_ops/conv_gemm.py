@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 from .. import config
 from ..reference.conv import ACTIVATIONS, scaled_spline_weight, torch_pads
+from .kan_gemm import _key
+from .run import hold, recording, take
 
 _CONV = (F.conv1d, F.conv2d, F.conv3d)
 _LOW = (torch.float16, torch.bfloat16)
@@ -185,6 +187,8 @@ def forward(expand, x, grid, bw, sw, sc, k, stride, padding, dilation, groups, a
         y = _as_output(conv(_base_input(x, g, act, src.native), bw, None, stride, src.conv_padding, dilation,
                             groups), x, g)
     w = src.weight(bw, sw, sc)
+    if recording() and x.requires_grad:  # the backward's dE reuses it
+        hold(sw, "conv_weight", (_key(bw), _key(sw), _key(sc), src.merged), w)
     bufs = src.buffers(x.dtype, x.device)
     for tile in src.tiles:
         t = _Tile(src, tile, k, expand, bufs)
@@ -230,7 +234,9 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dila
                 gbw = gb
             if need_x:
                 dx = _act_backward(act, gap if src.native else gap[(slice(None), slice(None), *crop)], xr)
-        w = src.weight(bw, sw, sc)
+        w = take(sw, "conv_weight", (_key(bw), _key(sw), _key(sc), src.merged))  # the forward's, if unchanged
+        if w is None:
+            w = src.weight(bw, sw, sc)
         bufs = src.buffers(x.dtype, x.device)
         # dx of the pixels (channels-last): written once per pixel by whole-image tiles, else summed over tiles
         dxcl = (torch.empty if src.native else torch.zeros)(src.pixels.shape, dtype=x.dtype, device=x.device) \
