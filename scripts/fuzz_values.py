@@ -18,6 +18,7 @@ import torch.autograd.forward_ad as fwAD
 
 import swisk
 from swisk import reference, testing
+from swisk._ops import conv_gemm
 from swisk.reference import sketch as ref_sketch
 
 WAVELETS = ("mexican_hat", "morlet", "dog", "meyer", "shannon")
@@ -155,8 +156,12 @@ def case_kan_conv(R, dtype, dev):
     c, o = groups * R.randint(1, 3), groups * R.randint(1, 3)
     ks = tuple(R.choice([1, 2, 3]) for _ in range(d))
     size = tuple(R.randint(max(ks) + 2, 9) for _ in range(d))
-    n, stride, dil, pad = R.choice([0, 1, 2, 3]), R.choice([1, 2]), R.choice([1, 2]), R.choice([0, 1, 2])
+    n, stride, dil, pad = R.choice([0, 1, 2, 3]), R.choice([1, 2]), R.choice([1, 2]), R.choice([0, 1, 2, "same"])
+    stride = 1 if pad == "same" else stride
+    pads = [pad] * (2 * d) if pad != "same" else [q for kd in ks for q in (dil * (kd - 1) // 2,
+                                                                           dil * (kd - 1) - dil * (kd - 1) // 2)]
     act = R.choice(["silu", "gelu", "identity"])
+    merge = R.random() < 0.5  # the base branch in the tiles (the GPUs' default) or its own convolution
     grid = _knots(R, c, g + 2 * k + 1, dtype, dev)
     r = lambda *s: torch.randn(*s, dtype=torch.float64).to(dev, dtype)  # noqa: E731
     bw = None if R.random() < 0.2 else r(o, c // groups, *ks)
@@ -164,11 +169,18 @@ def case_kan_conv(R, dtype, dev):
     ins = _flags(R, [r(n, c, *size), bw, r(o, c // groups * (g + k), *ks), sc])
     ws = R.choice([64 << 20, 1 << 12])
     cfg = dict(d=d, k=k, G=g, c=c, o=o, groups=groups, kernel=ks, size=size, n=n, stride=stride, dilation=dil,
-               padding=pad, act=act, base=bw is not None, scaler=sc is not None, workspace_bytes=ws)
-    with swisk.config.using(workspace_bytes=ws):
-        got, gy = _grads(lambda x, b, s, q: CONV_OPS[d - 1](x, grid, b, s, q, k, stride, pad, dil, groups, act), ins)
-    want, _ = _grads(lambda x, b, s, q: reference.kan_conv(x, grid.double().cpu(), b, s, q, k, (stride,) * d,
-                                                           [pad] * (2 * d), (dil,) * d, groups, act),
+               padding=pad, act=act, base=bw is not None, scaler=sc is not None, workspace_bytes=ws, merge=merge)
+    before = dict(conv_gemm.MERGE)
+    conv_gemm.MERGE[torch.device(dev).type] = merge
+    try:
+        with swisk.config.using(workspace_bytes=ws):
+            got, gy = _grads(lambda x, b, s, q: CONV_OPS[d - 1](x, grid, b, s, q, k, stride, pad, dil, groups, act),
+                             ins)
+    finally:
+        conv_gemm.MERGE.clear()
+        conv_gemm.MERGE.update(before)
+    want, _ = _grads(lambda x, b, s, q: reference.kan_conv(x, grid.double().cpu(), b, s, q, k, (stride,) * d, pads,
+                                                           (dil,) * d, groups, act),
                      _fp64(ins), gy.cpu())
     return cfg, got, want, 3e-4
 
