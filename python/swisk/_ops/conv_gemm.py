@@ -221,8 +221,7 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dila
     gy = gy.reshape(g.n, g.o, *g.out)
     xr = x.reshape(g.n, g.c, *g.spatial)
     mask = [need_x, need_weights, False]
-    dx = gw = None
-    gbw = torch.zeros_like(bw) if bw is not None and need_weights else x.new_zeros(0)
+    dx = gw = gbw = None
     if gy.numel() and g.c and (need_x or need_weights):
         src = _Source(x, grid, bw, g, act, g.tiles(x.element_size(), 2))
         crop = tuple(slice(g.padding[2 * i], g.padding[2 * i] + s) for i, s in enumerate(g.spatial))
@@ -264,7 +263,9 @@ def backward(expand, contract, x, grid, bw, sw, sc, gy, k, stride, padding, dila
     else:
         dx = (torch.zeros_like(xr) if dx is None else dx).reshape(x.shape).contiguous()
     if not need_weights:
-        return dx, gbw, x.new_zeros(0), x.new_zeros(0)
+        return dx, x.new_zeros(0), x.new_zeros(0), x.new_zeros(0)
+    if gbw is None:  # no base weight (0,), or nothing to sum (zeros)
+        gbw = x.new_zeros(0) if bw is None else torch.zeros_like(bw)
     if gw is None:
         gw = torch.zeros(sw.shape, dtype=acc, device=x.device)
     gsw, gsc = _unpack(gw, sw, sc, g, x.dtype)
