@@ -98,12 +98,12 @@ static void dense_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
   }
 }
 
-static void generate_term(const SketchMatrixArgs& a, sk_u32 t) {
-  const SketchParams p = sketch_term(sketch_params(a), t);
+static void generate_term(const SketchMatrixArgs& a, int64_t t) {
+  const SketchParams p = sketch_term_params(a, t);
   if (p.rows == 0 || p.cols == 0) return;
   dispatch_float<true>(a.x.dtype, "sketch_matrix", [&](auto tag) {
     using T = decltype(tag);
-    T* out = a.out.ptr<T>() + sk_u64(t) * p.rows * p.cols;
+    T* out = a.out.ptr<T>() + ((sk_u64(p.base_hi) << 32) | p.base_lo);
     dispatch_sketch(p.kind, [&](auto kind) {
       constexpr int K = decltype(kind)::value;
       if constexpr (K == SK_SKETCH_sparse_sign) {
@@ -120,7 +120,7 @@ static void generate_term(const SketchMatrixArgs& a, sk_u32 t) {
 }
 
 static void generate(const SketchMatrixArgs& a) {
-  for (sk_u32 t = 0; t < sk_u32(sketch_terms(a)); ++t) generate_term(a, t);
+  for (int64_t t = 0; t < sketch_terms(a); ++t) generate_term(a, t);
 }
 
 // FWHT rows on 32-byte vectors (vec_math.h). Every value takes the same additions in the same order as

@@ -32,10 +32,8 @@ struct SketchParams {
   sk_u32 kind;              // an id of SWISK_SKETCHES
   sk_u32 nnz;               // non-zeros per column (sparse-sign)
   float scale;              // 1/sqrt(k) (dense) or 1/sqrt(nnz), rounded once on the host
-  // 0: one operator of seed. T >= 1: a stack of T tiles, term t of seed sketch_term_seed(seed, stream0 +
-  // t·stream_step) at t·rows·cols in out (a layer's operators, from one launch).
-  sk_u32 terms;
-  sk_u32 stream0, stream_step;
+  sk_u32 base_lo, base_hi;  // the tile's first element in out (a term of a stack of operators)
+  sk_u32 pad;
 };
 
 struct SkU4 {
@@ -64,10 +62,8 @@ SWISK_HD SkU4 sk_philox4x32_10(SkU4 c, sk_u32 k0, sk_u32 k1) {
   return c;
 }
 
-// The per-term helpers take the parameters by value: a term's copy (sketch_term) lives in thread memory,
-// which Metal's constant references cannot bind.
 // The four words drawn for (col, word1) in p's seed and kind stream.
-SWISK_HD SkU4 sk_sketch_draw(SketchParams p, sk_u32 col, sk_u32 word1) {
+SWISK_HD SkU4 sk_sketch_draw(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 word1) {
   SkU4 c;
   c.x = col;
   c.y = word1;
@@ -134,14 +130,14 @@ SWISK_FN float sk_cos_2pi_unit(float u) {
 // sqrt(-2 ln u1) sin(2 pi u2) = ... cos(2 pi (u2 - 1/4)), u2 - 1/4 exact (multiples of 2^-24). The
 // radius (from w0) is shared by a pair of columns; every path computes radius × cosine × scale.
 SWISK_FN float sketch_gaussian_radius(sk_u32 w0) { return sk_sqrt(-2.0f * sk_ln_unit(sk_unit_open0(w0))); }
-SWISK_FN float sketch_gaussian_of(SketchParams p, float radius, sk_u32 w1, bool odd) {
+SWISK_FN float sketch_gaussian_of(SWISK_CONST SketchParams& p, float radius, sk_u32 w1, bool odd) {
   const float u2 = sk_unit_open0(w1);
   return radius * sk_cos_2pi_unit(odd ? u2 - 0.25f : u2) * p.scale;
 }
 
 // Rademacher entries take one bit each: entry (row, col) is negative where bit col mod 32 of word
 // (col / 32) mod 4 of the draw (col / 128, row) is set, so one draw serves 128 entries of a row.
-SWISK_FN float sketch_rademacher_value(SketchParams p, SkU4 r, sk_u32 col) {
+SWISK_FN float sketch_rademacher_value(SWISK_CONST SketchParams& p, SkU4 r, sk_u32 col) {
   const sk_u32 m = (col >> 5) & 3u;
   const sk_u32 w = m == 0u ? r.x : m == 1u ? r.y : m == 2u ? r.z : r.w;
   return ((w >> (col & 31u)) & 1u) ? -p.scale : p.scale;
@@ -151,7 +147,7 @@ SWISK_FN float sketch_rademacher_value(SketchParams p, SkU4 r, sk_u32 col) {
 // j = k - nnz + m, and takes t unless an earlier step took it, then j): its row, recorded in
 // taken[m * pitch] (the earlier steps' rows are there), and its value, the sign of r.y's top bit times
 // the scale.
-SWISK_FN float sketch_sparse_pick(SketchParams p, sk_u32 m, SkU4 r, SWISK_TG sk_u32* taken,
+SWISK_FN float sketch_sparse_pick(SWISK_CONST SketchParams& p, sk_u32 m, SkU4 r, SWISK_TG sk_u32* taken,
                                   sk_u32 pitch) {
   const sk_u32 j = p.k - p.nnz + m;
   sk_u32 row = sk_mulhi(r.x, j + 1u);  // uniform in [0, j] (multiply-shift, bias < (j+1) 2^-32)
@@ -161,7 +157,7 @@ SWISK_FN float sketch_sparse_pick(SketchParams p, sk_u32 m, SkU4 r, SWISK_TG sk_
   return (r.y >> 31) ? -p.scale : p.scale;
 }
 // Step m of column col: its draw is (col, m).
-SWISK_FN float sketch_sparse_step(SketchParams p, sk_u32 col, sk_u32 m, SWISK_TG sk_u32* taken,
+SWISK_FN float sketch_sparse_step(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 m, SWISK_TG sk_u32* taken,
                                   sk_u32 pitch) {
   return sketch_sparse_pick(p, m, sk_sketch_draw(p, col, m), taken, pitch);
 }
@@ -169,7 +165,7 @@ SWISK_FN float sketch_sparse_step(SketchParams p, sk_u32 col, sk_u32 m, SWISK_TG
 // Sparse-sign column col: its nnz distinct rows; writes those that fall in the tile (the other entries
 // are zero, the caller's).
 template <typename T>
-SWISK_FN void sketch_sparse_column(SketchParams p, sk_u32 col, SWISK_GLOBAL T* out,
+SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, sk_u32 col, SWISK_GLOBAL T* out,
                                    SWISK_TG sk_u32* taken, sk_u32 pitch) {
   for (sk_u32 m = 0; m < p.nnz; ++m) {
     const float v = sketch_sparse_step(p, col, m, taken, pitch);
@@ -182,7 +178,7 @@ SWISK_FN void sketch_sparse_column(SketchParams p, sk_u32 col, SWISK_GLOBAL T* o
 // words x, y for columns 4g, 4g + 1 and z, w for 4g + 2, 4g + 3 (the odd column takes the sine), one
 // radius per pair. out_row: the tile's row.
 template <typename T>
-SWISK_FN void sketch_gaussian_group(SketchParams p, sk_u32 row, sk_u32 g, SWISK_GLOBAL T* out_row) {
+SWISK_FN void sketch_gaussian_group(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 g, SWISK_GLOBAL T* out_row) {
   const SkU4 r = sk_sketch_draw(p, g, row);
   const float ra = sketch_gaussian_radius(r.x), rb = sketch_gaussian_radius(r.z);
   const float v[4] = {sketch_gaussian_of(p, ra, r.y, false), sketch_gaussian_of(p, ra, r.y, true),
@@ -193,51 +189,31 @@ SWISK_FN void sketch_gaussian_group(SketchParams p, sk_u32 row, sk_u32 g, SWISK_
   }
 }
 
-// The seed of a layer's operator `stream`: splitmix64 of (seed + (stream + 1)·golden), 63 bits
-// (swisk.reference's term_seed). 64-bit constants from 32-bit halves: one spelling for every dialect.
-SWISK_HD sk_u64 sketch_term_seed(sk_u64 seed, sk_u64 stream) {
-  sk_u64 z = seed + (stream + 1u) * ((sk_u64(0x9E3779B9u) << 32) | 0x7F4A7C15u);
-  z = (z ^ (z >> 30)) * ((sk_u64(0xBF58476Du) << 32) | 0x1CE4E5B9u);
-  z = (z ^ (z >> 27)) * ((sk_u64(0x94D049BBu) << 32) | 0x133111EBu);
-  return (z ^ (z >> 31)) & ((sk_u64(0x7FFFFFFFu) << 32) | 0xFFFFFFFFu);
-}
-// The tiles a launch writes, and term t's parameters (its seed; the place in out is the caller's).
-SWISK_HD sk_u32 sketch_stack(SWISK_CONST SketchParams& p) { return p.terms > 0u ? p.terms : 1u; }
-SWISK_HD SketchParams sketch_term(SketchParams p, sk_u32 t) {
-  if (p.terms > 0u) {
-    const sk_u64 s = sketch_term_seed((sk_u64(p.seed_hi) << 32) | p.seed_lo, sk_u64(p.stream0) +
-                                                                             sk_u64(t) * p.stream_step);
-    p.seed_lo = sk_u32(s & 0xFFFFFFFFu);
-    p.seed_hi = sk_u32(s >> 32);
-  }
-  return p;
-}
-
 // Groups of 2^b columns that the tile's columns c0 .. c0 + cols span.
-SWISK_HD sk_u32 sketch_spans(SketchParams p, sk_u32 b) {
+SWISK_HD sk_u32 sketch_spans(SWISK_CONST SketchParams& p, sk_u32 b) {
   return p.cols == 0u ? 0u : ((p.c0 + p.cols - 1u) >> b) - (p.c0 >> b) + 1u;
 }
 // Groups of four columns (one Gaussian draw each).
-SWISK_HD sk_u32 sketch_groups(SketchParams p) { return sketch_spans(p, 2); }
+SWISK_HD sk_u32 sketch_groups(SWISK_CONST SketchParams& p) { return sketch_spans(p, 2); }
 
 // Work items over a 1-D grid-stride launch of SWISK_SKETCH_THREADS threads per block and at most 4096
 // blocks: one per column (sparse-sign), per group of four columns of a row (Gaussian: one draw
 // serves the four), per (row, block of 128 columns, lane) (Rademacher: the lane's bit of the block's
 // draw's four words, columns 128 b + lane + 32 m, so a warp's stores are contiguous).
-SWISK_HD sk_u64 sketch_items(SketchParams p) {
+SWISK_HD sk_u64 sketch_items(SWISK_CONST SketchParams& p) {
   if (p.kind == sk_u32(SK_SKETCH_sparse_sign)) return sk_u64(p.cols);
   if (p.kind == sk_u32(SK_SKETCH_gaussian)) return sk_u64(p.rows) * sketch_groups(p);
   return sk_u64(p.rows) * sketch_spans(p, 7) * 32u;
 }
 SWISK_HD SkGrid sketch_grid(SWISK_CONST SketchParams& p) {
   const sk_u64 blocks = sk_tiles(sketch_items(p), SWISK_SKETCH_THREADS);
-  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, sketch_stack(p));  // y: the terms (looped past 65535)
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
 }
 
-// One operator's tile (a term's parameters p): the grid's x walks its items; taken: the block's
-// SWISK_SKETCH_SHARED(K) shared words.
+// The generation kernel's body; taken: the block's SWISK_SKETCH_SHARED(K) shared words.
 template <int K, typename T>
-SWISK_FN void sketch_matrix_tile(SkIdx id, SketchParams p, SWISK_GLOBAL T* out, SWISK_TG sk_u32* taken) {
+SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GLOBAL T* out, SWISK_TG sk_u32* taken) {
+  out += (sk_u64(p.base_hi) << 32) | p.base_lo;
   const sk_u64 stride = sk_u64(id.gdx) * id.bdx, items = sketch_items(p);
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < items; e += stride) {
     if (K == SK_SKETCH_sparse_sign) {
@@ -256,12 +232,4 @@ SWISK_FN void sketch_matrix_tile(SkIdx id, SketchParams p, SWISK_GLOBAL T* out, 
       }
     }
   }
-}
-
-// The generation kernel's body: every term of the stack (the grid's y walks them) or the one operator.
-template <int K, typename T>
-SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& stack, SWISK_GLOBAL T* out,
-                                 SWISK_TG sk_u32* taken) {
-  for (sk_u32 t = id.by; t < sketch_stack(stack); t += id.gdy)
-    sketch_matrix_tile<K, T>(id, sketch_term(stack, t), out + sk_u64(t) * stack.rows * stack.cols, taken);
 }
