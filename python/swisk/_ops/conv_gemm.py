@@ -130,8 +130,9 @@ class _Source:
     def buffers(self, dtype, device):
         line = math.prod(self.pixels.shape[2:-1])  # pixels per input row
         q = max((t[1] - t[0]) * (self.rows(t)[1] - self.rows(t)[0]) * line for t in self.tiles)
-        return {"x": torch.empty(q * self.g.c, dtype=dtype, device=device),
-                "e": torch.empty(q * self.channels, dtype=dtype, device=device)}
+        # a contiguous x (channels-last, natively padded) is read in place by every tile: no copy buffer
+        copy = None if self.pixels.is_contiguous() else torch.empty(q * self.g.c, dtype=dtype, device=device)
+        return {"x": copy, "e": torch.empty(q * self.channels, dtype=dtype, device=device)}
 
 
 class _Tile:
