@@ -9,10 +9,15 @@
 
 namespace swisk::SWISK_CUDA_NS {
 
-template <int K, typename T>
-__global__ void sketch_matrix_kernel(SketchParams p, T* out) {
+// One operator (Stack false: its parameters straight from the launch's, 30-32 registers) or a stack of
+// terms from one launch (a layer's small operators; at most 40 registers: 75% occupancy or more).
+template <int K, bool Stack, typename T>
+__global__ void __launch_bounds__(SWISK_SKETCH_THREADS, Stack ? 12 : 16) sketch_matrix_kernel(SketchParams p, T* out) {
   SWISK_SHARED(sk_u32, taken, SWISK_SKETCH_SHARED(K));
-  sketch_matrix_body<K, T>(cuda_idx(), p, out, taken);
+  if (Stack)
+    sketch_matrix_body<K, T>(cuda_idx(), p, out, taken);
+  else
+    sketch_matrix_tile<K, T>(cuda_idx(), p, sketch_key(p), out, taken);
 }
 
 // 2^(L-5) threads of at most 64 registers (4, 2, 1 blocks per SM at L = 13, 14, 15: 50% occupancy);
@@ -144,18 +149,17 @@ static void sparse_sketch(const SketchArgs& a) {
 }
 
 static void generate(const SketchMatrixArgs& a) {
-  if (sketch_items(sketch_params(a)) == 0) return;
+  const SketchParams p = sketch_params(a);  // every term, in one launch (the grid's y)
+  if (sketch_items(p) == 0) return;
   const DeviceGuard guard("sketch_matrix", a.x);
   dispatch_float<false>(a.x.dtype, "sketch_matrix", [&](auto tag) {
     using T = decltype(tag);
-    for (int64_t t = 0; t < sketch_terms(a); ++t) {  // one launch per term: its seed and place in out
-      const SketchParams p = sketch_term_params(a, t);
-      dispatch_sketch(p.kind, [&](auto k) {
-        auto* sketch_matrix = &sketch_matrix_kernel<decltype(k)::value, T>;  // a comma-free macro argument
-        SWISK_LAUNCH(sketch_matrix, to_dim3(sketch_grid(p)), dim3(SWISK_SKETCH_THREADS), a.launch.stream, p,
-                     a.out.ptr<T>());
-      });
-    }
+    dispatch_sketch(p.kind, [&](auto k) {
+      constexpr int K = decltype(k)::value;
+      auto* sketch_matrix = p.terms > 0 ? &sketch_matrix_kernel<K, true, T> : &sketch_matrix_kernel<K, false, T>;
+      SWISK_LAUNCH(sketch_matrix, to_dim3(sketch_grid(p)), dim3(SWISK_SKETCH_THREADS), a.launch.stream, p,
+                   a.out.ptr<T>());
+    });
   });
 }
 

@@ -10,12 +10,10 @@
 namespace swisk::metal {
 
 static void generate(const SketchMatrixArgs& a) {
-  if (sketch_items(sketch_params(a)) == 0) return;
-  for (int64_t t = 0; t < sketch_terms(a); ++t) {  // one dispatch per term: its seed and place in out
-    const SketchParams p = sketch_term_params(a, t);
-    const std::string family = std::string("sketch_matrix_") + sketch_name(int(p.kind));
-    submit(a.launch, make_plan(a, family.c_str(), p, sketch_grid(p), SWISK_SKETCH_THREADS, 1, {&a.out}));
-  }
+  const SketchParams p = sketch_params(a);  // every term, in one dispatch (the grid's y)
+  if (sketch_items(p) == 0) return;
+  const std::string family = std::string("sketch_matrix_") + sketch_name(int(p.kind));
+  submit(a.launch, make_plan(a, family.c_str(), p, sketch_grid(p), SWISK_SKETCH_THREADS, 1, {&a.out}));
 }
 
 // The chunk pass (slots: x, out, parameters), then one dispatch per register pass (out, parameters); the

@@ -66,30 +66,13 @@ SketchParams sketch_params(const SketchMatrixArgs& a) {
   p.nnz = p.kind == SK_SKETCH_sparse_sign ? sk_u32(a.nnz) : 0;
   // 1/sqrt(k) or 1/sqrt(nnz) rounded once to fp32: the same value on every backend and in the reference
   p.scale = float(1.0 / std::sqrt(double(p.kind == SK_SKETCH_sparse_sign ? a.nnz : a.k)));
+  p.terms = sk_u32(a.terms);  // validated: <= 2^20, streams < 2^32
+  p.stream0 = sk_u32(a.stream0);
+  p.stream_step = sk_u32(a.stream_step);
   return p;
-}
-
-uint64_t sketch_term_seed(uint64_t seed, uint64_t stream) {
-  uint64_t z = seed + (stream + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return (z ^ (z >> 31)) & ((uint64_t(1) << 63) - 1);
 }
 
 int64_t sketch_terms(const SketchMatrixArgs& a) { return std::max<int64_t>(a.terms, 1); }
-
-SketchParams sketch_term_params(const SketchMatrixArgs& a, int64_t t) {
-  SketchParams p = sketch_params(a);
-  if (a.terms > 0) {
-    const uint64_t s = sketch_term_seed(uint64_t(a.seed), uint64_t(a.stream0) + uint64_t(t) * uint64_t(a.stream_step));
-    p.seed_lo = sk_u32(s & 0xffffffffu);
-    p.seed_hi = sk_u32(s >> 32);
-  }
-  const uint64_t base = uint64_t(t) * p.rows * p.cols;
-  p.base_lo = sk_u32(base & 0xffffffffu);
-  p.base_hi = sk_u32(base >> 32);
-  return p;
-}
 
 SketchParams sketch_operator(const SketchArgs& a) {
   const int64_t last = a.x.size(-1);

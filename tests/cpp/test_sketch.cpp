@@ -285,6 +285,36 @@ TEST(Sketch, StackedTermsAreTheTermSeedsOperators) {
     }
 }
 
+// The generation body's loop over terms when the grid has fewer rows than the stack (CUDA's y holds
+// 65535; 70001 terms would take the emulators minutes): the body run on the host over a grid of 2 x 2
+// blocks of 128 threads for 5 terms gives the stacked call's tiles.
+template <int K>
+static void check_terms_loop(const char* kind) {
+  const int64_t terms = 5, r0 = 1, r1 = 6, c0 = 3, c1 = 290, size = (r1 - r0) * (c1 - c0);
+  std::vector<float> like, want(size_t(terms * size), 0.0f), got(size_t(terms * size), 0.0f);
+  SketchMatrixArgs a;
+  a.x = make_view(like, {0});
+  a.out = make_view(want, {terms * (r1 - r0), c1 - c0});
+  a.kind = kind;
+  a.k = 7, a.n = 300, a.seed = kSeed, a.r0 = r0, a.r1 = r1, a.c0 = c0, a.c1 = c1, a.nnz = 3;
+  a.terms = terms, a.stream0 = 4, a.stream_step = 3;
+  sketch_matrix(a);
+  const SketchParams p = sketch_params(a);
+  std::vector<sk_u32> taken(SWISK_SKETCH_SHARED(K));
+  for (sk_u32 by = 0; by < 2; ++by)
+    for (sk_u32 bx = 0; bx < 2; ++bx)
+      for (sk_u32 tx = 0; tx < SWISK_SKETCH_THREADS; ++tx)
+        sketch_matrix_body<K, float>(SkIdx{tx, 0, bx, by, SWISK_SKETCH_THREADS, 1, 2, 2}, p, got.data(),
+                                     taken.data());
+  EXPECT_TRUE(got == want);
+}
+
+TEST(Sketch, TermsLoopPastTheGridsRows) {
+  check_terms_loop<SK_SKETCH_gaussian>("gaussian");
+  check_terms_loop<SK_SKETCH_rademacher>("rademacher");
+  check_terms_loop<SK_SKETCH_sparse_sign>("sparse_sign");
+}
+
 TEST(Sketch, BadArguments) {
   EXPECT_THROW_MSG(tile<float>(Backend::cpu, "haar", 4, 4, 0, 4, 0, 4), Error,
                    "[sketch_matrix] kind: unknown sketch 'haar'; valid: gaussian, rademacher, sparse_sign");

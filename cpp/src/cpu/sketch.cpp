@@ -98,18 +98,21 @@ static void dense_rows(const SketchParams& p, int64_t lo, int64_t hi, T* out) {
   }
 }
 
-static void generate_term(const SketchMatrixArgs& a, int64_t t) {
-  const SketchParams p = sketch_term_params(a, t);
+// Term t of the request: one operator, its seed the term's key (host memory: the copy is free to take it).
+static void generate_term(const SketchMatrixArgs& a, sk_u32 t) {
+  SketchParams p = sketch_params(a);
+  const SkKey key = sketch_term_key(p, t);
+  p.seed_lo = key.lo, p.seed_hi = key.hi, p.terms = 0;
   if (p.rows == 0 || p.cols == 0) return;
   dispatch_float<true>(a.x.dtype, "sketch_matrix", [&](auto tag) {
     using T = decltype(tag);
-    T* out = a.out.ptr<T>() + ((sk_u64(p.base_hi) << 32) | p.base_lo);
+    T* out = a.out.ptr<T>() + sk_u64(t) * p.rows * p.cols;
     dispatch_sketch(p.kind, [&](auto kind) {
       constexpr int K = decltype(kind)::value;
       if constexpr (K == SK_SKETCH_sparse_sign) {
         parallel_for(p.cols, 256, [&](int64_t lo, int64_t hi) {
           sk_u32 taken[SWISK_SKETCH_MAX_NNZ];
-          for (int64_t c = lo; c < hi; ++c) sketch_sparse_column<T>(p, p.c0 + sk_u32(c), out, taken, 1);
+          for (int64_t c = lo; c < hi; ++c) sketch_sparse_column<T>(p, key, p.c0 + sk_u32(c), out, taken, 1);
         });
       } else {
         const int64_t grain = p.cols >= 4096 ? 1 : (4096 + p.cols - 1) / p.cols;
@@ -120,7 +123,7 @@ static void generate_term(const SketchMatrixArgs& a, int64_t t) {
 }
 
 static void generate(const SketchMatrixArgs& a) {
-  for (int64_t t = 0; t < sketch_terms(a); ++t) generate_term(a, t);
+  for (sk_u32 t = 0; t < sk_u32(sketch_terms(a)); ++t) generate_term(a, t);
 }
 
 // FWHT rows on 32-byte vectors (vec_math.h). Every value takes the same additions in the same order as

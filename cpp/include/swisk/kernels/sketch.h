@@ -32,12 +32,18 @@ struct SketchParams {
   sk_u32 kind;              // an id of SWISK_SKETCHES
   sk_u32 nnz;               // non-zeros per column (sparse-sign)
   float scale;              // 1/sqrt(k) (dense) or 1/sqrt(nnz), rounded once on the host
-  sk_u32 base_lo, base_hi;  // the tile's first element in out (a term of a stack of operators)
-  sk_u32 pad;
+  // 0: one operator of seed. T >= 1: a stack of T tiles, term t of seed sketch_term_seed(seed, stream0 +
+  // t·stream_step) at t·rows·cols in out (a layer's operators, from one launch).
+  sk_u32 terms;
+  sk_u32 stream0, stream_step;
 };
 
 struct SkU4 {
   sk_u32 x, y, z, w;
+};
+// A Philox key: an operator's seed (a term's own for a stack of them).
+struct SkKey {
+  sk_u32 lo, hi;
 };
 
 // The high word of a 32 x 32-bit product (64-bit multiply on every target; one instruction on GPUs).
@@ -62,14 +68,25 @@ SWISK_HD SkU4 sk_philox4x32_10(SkU4 c, sk_u32 k0, sk_u32 k1) {
   return c;
 }
 
-// The four words drawn for (col, word1) in p's seed and kind stream.
-SWISK_HD SkU4 sk_sketch_draw(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 word1) {
+// The per-term helpers take the parameters by reference (constant memory on Metal) and the term's key
+// by value: a copy of the parameters would be thread memory, which those references cannot bind.
+// The four words drawn for (col, word1) in key's kind stream; without a key, p's seed.
+SWISK_HD SkU4 sk_sketch_draw(SWISK_CONST SketchParams& p, SkKey key, sk_u32 col, sk_u32 word1) {
   SkU4 c;
   c.x = col;
   c.y = word1;
   c.z = p.kind;
   c.w = 0;
-  return sk_philox4x32_10(c, p.seed_lo, p.seed_hi);
+  return sk_philox4x32_10(c, key.lo, key.hi);
+}
+SWISK_HD SkKey sketch_key(SWISK_CONST SketchParams& p) {
+  SkKey key;
+  key.lo = p.seed_lo;
+  key.hi = p.seed_hi;
+  return key;
+}
+SWISK_HD SkU4 sk_sketch_draw(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 word1) {
+  return sk_sketch_draw(p, sketch_key(p), col, word1);
 }
 
 // A uniform in (0, 1]: the top 24 bits plus one, times 2^-24 (exact in fp32).
@@ -157,18 +174,18 @@ SWISK_FN float sketch_sparse_pick(SWISK_CONST SketchParams& p, sk_u32 m, SkU4 r,
   return (r.y >> 31) ? -p.scale : p.scale;
 }
 // Step m of column col: its draw is (col, m).
-SWISK_FN float sketch_sparse_step(SWISK_CONST SketchParams& p, sk_u32 col, sk_u32 m, SWISK_TG sk_u32* taken,
-                                  sk_u32 pitch) {
-  return sketch_sparse_pick(p, m, sk_sketch_draw(p, col, m), taken, pitch);
+SWISK_FN float sketch_sparse_step(SWISK_CONST SketchParams& p, SkKey key, sk_u32 col, sk_u32 m,
+                                  SWISK_TG sk_u32* taken, sk_u32 pitch) {
+  return sketch_sparse_pick(p, m, sk_sketch_draw(p, key, col, m), taken, pitch);
 }
 
 // Sparse-sign column col: its nnz distinct rows; writes those that fall in the tile (the other entries
 // are zero, the caller's).
 template <typename T>
-SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, sk_u32 col, SWISK_GLOBAL T* out,
+SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, SkKey key, sk_u32 col, SWISK_GLOBAL T* out,
                                    SWISK_TG sk_u32* taken, sk_u32 pitch) {
   for (sk_u32 m = 0; m < p.nnz; ++m) {
-    const float v = sketch_sparse_step(p, col, m, taken, pitch);
+    const float v = sketch_sparse_step(p, key, col, m, taken, pitch);
     const sk_u32 row = taken[m * pitch];
     if (row >= p.r0 && row - p.r0 < p.rows) out[sk_u64(row - p.r0) * p.cols + (col - p.c0)] = T(v);
   }
@@ -178,8 +195,9 @@ SWISK_FN void sketch_sparse_column(SWISK_CONST SketchParams& p, sk_u32 col, SWIS
 // words x, y for columns 4g, 4g + 1 and z, w for 4g + 2, 4g + 3 (the odd column takes the sine), one
 // radius per pair. out_row: the tile's row.
 template <typename T>
-SWISK_FN void sketch_gaussian_group(SWISK_CONST SketchParams& p, sk_u32 row, sk_u32 g, SWISK_GLOBAL T* out_row) {
-  const SkU4 r = sk_sketch_draw(p, g, row);
+SWISK_FN void sketch_gaussian_group(SWISK_CONST SketchParams& p, SkKey key, sk_u32 row, sk_u32 g,
+                                    SWISK_GLOBAL T* out_row) {
+  const SkU4 r = sk_sketch_draw(p, key, g, row);
   const float ra = sketch_gaussian_radius(r.x), rb = sketch_gaussian_radius(r.z);
   const float v[4] = {sketch_gaussian_of(p, ra, r.y, false), sketch_gaussian_of(p, ra, r.y, true),
                       sketch_gaussian_of(p, rb, r.w, false), sketch_gaussian_of(p, rb, r.w, true)};
@@ -187,6 +205,26 @@ SWISK_FN void sketch_gaussian_group(SWISK_CONST SketchParams& p, sk_u32 row, sk_
     const sk_u32 col = 4u * g + j;
     if (col >= p.c0 && col - p.c0 < p.cols) out_row[col - p.c0] = T(v[j]);
   }
+}
+
+// The seed of a layer's operator `stream`: splitmix64 of (seed + (stream + 1)·golden), 63 bits
+// (swisk.reference's term_seed). 64-bit constants from 32-bit halves: one spelling for every dialect.
+SWISK_HD sk_u64 sketch_term_seed(sk_u64 seed, sk_u64 stream) {
+  sk_u64 z = seed + (stream + 1u) * ((sk_u64(0x9E3779B9u) << 32) | 0x7F4A7C15u);
+  z = (z ^ (z >> 30)) * ((sk_u64(0xBF58476Du) << 32) | 0x1CE4E5B9u);
+  z = (z ^ (z >> 27)) * ((sk_u64(0x94D049BBu) << 32) | 0x133111EBu);
+  return (z ^ (z >> 31)) & ((sk_u64(0x7FFFFFFFu) << 32) | 0xFFFFFFFFu);
+}
+// The tiles a launch writes, and term t's key (the place in out is the caller's).
+SWISK_HD sk_u32 sketch_stack(SWISK_CONST SketchParams& p) { return p.terms > 0u ? p.terms : 1u; }
+SWISK_HD SkKey sketch_term_key(SWISK_CONST SketchParams& p, sk_u32 t) {
+  if (p.terms == 0u) return sketch_key(p);
+  const sk_u64 s = sketch_term_seed((sk_u64(p.seed_hi) << 32) | p.seed_lo, sk_u64(p.stream0) +
+                                                                           sk_u64(t) * p.stream_step);
+  SkKey key;
+  key.lo = sk_u32(s & 0xFFFFFFFFu);
+  key.hi = sk_u32(s >> 32);
+  return key;
 }
 
 // Groups of 2^b columns that the tile's columns c0 .. c0 + cols span.
@@ -207,24 +245,25 @@ SWISK_HD sk_u64 sketch_items(SWISK_CONST SketchParams& p) {
 }
 SWISK_HD SkGrid sketch_grid(SWISK_CONST SketchParams& p) {
   const sk_u64 blocks = sk_tiles(sketch_items(p), SWISK_SKETCH_THREADS);
-  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, 1);
+  return sk_tile_grid(blocks > 4096 ? 4096 : blocks, sketch_stack(p));  // y: the terms (looped past 65535)
 }
 
-// The generation kernel's body; taken: the block's SWISK_SKETCH_SHARED(K) shared words.
+// One operator's tile (of the Philox key `key`): the grid's x walks its items; taken: the block's
+// SWISK_SKETCH_SHARED(K) shared words.
 template <int K, typename T>
-SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GLOBAL T* out, SWISK_TG sk_u32* taken) {
-  out += (sk_u64(p.base_hi) << 32) | p.base_lo;
+SWISK_FN void sketch_matrix_tile(SkIdx id, SWISK_CONST SketchParams& p, SkKey key, SWISK_GLOBAL T* out,
+                                 SWISK_TG sk_u32* taken) {
   const sk_u64 stride = sk_u64(id.gdx) * id.bdx, items = sketch_items(p);
   for (sk_u64 e = sk_u64(id.bx) * id.bdx + id.tx; e < items; e += stride) {
     if (K == SK_SKETCH_sparse_sign) {
-      sketch_sparse_column<T>(p, p.c0 + sk_u32(e), out, taken + id.tx, id.bdx);
+      sketch_sparse_column<T>(p, key, p.c0 + sk_u32(e), out, taken + id.tx, id.bdx);
     } else if (K == SK_SKETCH_gaussian) {
       const sk_u32 ng = sketch_groups(p), row = sk_u32(e / ng);
-      sketch_gaussian_group<T>(p, p.r0 + row, (p.c0 >> 2) + sk_u32(e % ng), out + sk_u64(row) * p.cols);
+      sketch_gaussian_group<T>(p, key, p.r0 + row, (p.c0 >> 2) + sk_u32(e % ng), out + sk_u64(row) * p.cols);
     } else {
       const sk_u64 per_row = sk_u64(sketch_spans(p, 7)) * 32u;
       const sk_u32 row = sk_u32(e / per_row), b = (p.c0 >> 7) + sk_u32(e % per_row / 32u), lane = sk_u32(e % 32u);
-      const SkU4 r = sk_sketch_draw(p, b, p.r0 + row);
+      const SkU4 r = sk_sketch_draw(p, key, b, p.r0 + row);
       for (sk_u32 m = 0; m < 4u; ++m) {
         const sk_u32 col = 128u * b + 32u * m + lane;
         if (col >= p.c0 && col - p.c0 < p.cols)
@@ -232,4 +271,12 @@ SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GL
       }
     }
   }
+}
+
+// The generation kernel's body: every term of the stack (the grid's y walks them) or the one operator.
+template <int K, typename T>
+SWISK_FN void sketch_matrix_body(SkIdx id, SWISK_CONST SketchParams& p, SWISK_GLOBAL T* out,
+                                 SWISK_TG sk_u32* taken) {
+  for (sk_u32 t = id.by; t < sketch_stack(p); t += id.gdy)
+    sketch_matrix_tile<K, T>(id, p, sketch_term_key(p, t), out + sk_u64(t) * p.rows * p.cols, taken);
 }

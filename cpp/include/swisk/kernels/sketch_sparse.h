@@ -84,7 +84,7 @@ SWISK_FN void sparse_table_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLO
   const sk_u32 stride = id.gdx * id.bdx;
   for (sk_u32 j = id.bx * id.bdx + id.tx; j < p.s.n; j += stride)
     for (sk_u32 m = 0; m < p.s.nnz; ++m) {
-      const float v = sketch_sparse_step(p.s, j, m, taken + id.tx, id.bdx);
+      const float v = sketch_sparse_step(p.s, sketch_key(p.s), j, m, taken + id.tx, id.bdx);
       work[sk_u64(m) * p.s.n + j] = sparse_word(taken[m * id.bdx + id.tx], v);
     }
 }
@@ -110,8 +110,10 @@ SWISK_FN void sparse_sort_body(SkIdx id, SWISK_CONST SparseParams& p, SWISK_GLOB
   for (sk_u32 c = id.bx; c < p.chunks; c += id.gdx) {
     const sk_u32 j0 = c * p.chunk, cols = p.s.n - j0 < p.chunk ? p.s.n - j0 : p.chunk, count = cols * nnz;
     for (sk_u32 lj = id.tx; lj < cols; lj += id.bdx)
-      for (sk_u32 m = 0; m < nnz; ++m)
-        col_key[lj * nnz + m] = sparse_word(j0 + lj, sketch_sparse_step(p.s, j0 + lj, m, row_key + lj * nnz, 1u));
+      for (sk_u32 m = 0; m < nnz; ++m) {
+        const float v = sketch_sparse_step(p.s, sketch_key(p.s), j0 + lj, m, row_key + lj * nnz, 1u);
+        col_key[lj * nnz + m] = sparse_word(j0 + lj, v);
+      }
     for (sk_u32 e = count + id.tx; e < p.sort; e += id.bdx) row_key[e] = col_key[e] = 0xffffffffu;
     SWISK_BARRIER();
     for (sk_u32 size = 2u; size <= p.sort; size *= 2u)

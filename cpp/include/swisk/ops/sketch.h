@@ -84,14 +84,10 @@ std::unique_ptr<PreparedCall> srht_prepare(const SrhtArgs& inputs, Backend b);
 void sketch_matrix(const SketchMatrixArgs& args);
 void fwht(const FwhtArgs& args);
 
-// The kernel parameters of a validated tile request; of its term t (its seed, and its place in out).
+// The kernel parameters of a validated tile request (all its terms: sketch_term_key gives each one's key).
 SketchParams sketch_params(const SketchMatrixArgs& a);
-SketchParams sketch_term_params(const SketchMatrixArgs& a, int64_t t);
 // Operators (tiles) a request writes: max(terms, 1).
 int64_t sketch_terms(const SketchMatrixArgs& a);
-// The seed of a layer's operator `stream` (splitmix64 of seed and stream, 63 bits): swisk.reference's
-// term_seed.
-uint64_t sketch_term_seed(uint64_t seed, uint64_t stream);
 // The whole operator a validated sketch call applies (k x n), and its GPU chunking (sketch_sparse.h).
 SketchParams sketch_operator(const SketchArgs& a);
 SparseParams sparse_sketch_params(const SketchArgs& a);
