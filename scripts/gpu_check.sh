@@ -90,7 +90,7 @@ note "fuzz_values (cuda): exit $fuzz_rc: $(tail -1 "$results/fuzz-cuda.log")"
 grep -A1 '^FAIL' "$results/fuzz-cuda.log" | head -6 >>"$summary"
 
 # 4. Each kernel's time against a copy (scripts/gpu_kernels.py); then (SWISK_GPU_NCU_S > 0) Nsight
-# Compute on the basis expansion, the FWHT and the sparse-sign passes at the bench's sizes
+# Compute on the basis expansion and contraction, the FWHT and the sparse-sign passes at the bench's sizes
 timeout -k 5 "${SWISK_GPU_KERNELS_S:-60}" python3 scripts/gpu_kernels.py --calls 7 >"$results/kernels.txt" 2>&1
 note "kernels: exit $?"
 sed 's/^/  /' "$results/kernels.txt" >>"$summary"
@@ -102,7 +102,7 @@ if [ "${SWISK_GPU_PROFILE_S:-60}" -gt 0 ]; then
   grep '^====' "$results/profile.txt" | sed 's/^/  /' >>"$summary"
 fi
 if [ "${SWISK_GPU_NCU_S:-0}" -gt 0 ]; then
-  timeout -k 5 "$SWISK_GPU_NCU_S" ncu --kernel-name regex:'expand|fwht|sparse' --launch-skip 1 --launch-count 12 \
+  timeout -k 5 "$SWISK_GPU_NCU_S" ncu --kernel-name regex:'expand|contract|fwht|sparse' --launch-skip 1 --launch-count 14 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     python3 scripts/gpu_kernels.py --calls 2 >"$results/ncu.txt" 2>&1
   note "ncu: exit $? ($(grep -c 'Duration' "$results/ncu.txt") kernels read)"

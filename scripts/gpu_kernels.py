@@ -1,5 +1,5 @@
 """Runs swisk's kernels at the bench's GPU sizes, a few calls each, for a profiler to read:
-    ncu --kernel-name regex:'expand|fwht|sparse' --launch-skip 2 --launch-count 4 \\
+    ncu --kernel-name regex:'expand|contract|fwht|sparse' --launch-skip 2 --launch-count 4 \\
         --section SpeedOfLight --section Occupancy --section WarpStateStats python scripts/gpu_kernels.py
 Prints each case's median time (CUDA events) and its bytes per second against a same-size copy.
 usage: python scripts/gpu_kernels.py [--case NAME ...] [--calls 5] [--device cuda]"""
@@ -25,6 +25,16 @@ def _expand(dtype, b=4096, f=1024, g=5, k=3):
     return (lambda: swisk.ops.kan_expand(x, grid, k)), b * f * (2 + g + k)
 
 
+def _contract(dtype, b=4096, f=1024, g=5, k=3):
+    """The backward's dx from dA (b, f·(1 + g + k)): the expansion's derivative columns contracted with dA;
+    its bytes are dA's, x's and dx's."""
+    grid = (torch.arange(-k, g + k + 1, dtype=torch.float64) * (2.0 / g) - 1).expand(f, -1).contiguous()
+    x = torch.rand(b, f, dtype=torch.float64) * 2.4 - 1.2
+    x, grid = x.to(DEV, dtype), grid.to(DEV, dtype)
+    da = torch.randn(b, f * (1 + g + k), device=DEV, dtype=dtype)
+    return (lambda: torch.ops.swisk.kan_contract(x, grid, da, k, 1, True)), b * f * (3 + g + k)
+
+
 def _fwht(dtype, n=32768):
     x = torch.randn(2**28 // 4 // n, n, device=DEV, dtype=dtype)
     return (lambda: swisk.ops.fwht(x)), 2 * x.numel()
@@ -43,6 +53,7 @@ DEV = torch.device("cuda")
 CASES = {
     "basis_f32": lambda: _basis(torch.float32), "basis_bf16": lambda: _basis(torch.bfloat16),
     "expand_f32": lambda: _expand(torch.float32), "expand_bf16": lambda: _expand(torch.bfloat16),
+    "contract_f32": lambda: _contract(torch.float32), "contract_bf16": lambda: _contract(torch.bfloat16),
     "fwht_4096": lambda: _fwht(torch.float32, 4096), "fwht_8192": lambda: _fwht(torch.float32, 8192),
     "fwht_16384": lambda: _fwht(torch.float32, 16384), "fwht_32768": lambda: _fwht(torch.float32, 32768),
     "sparse_f32": lambda: _sparse(torch.float32), "sparse_bf16": lambda: _sparse(torch.bfloat16),
