@@ -55,16 +55,18 @@ static void forward(const KanLinearArgs& a) {
   const DeviceGuard guard("kan_linear", a.x);
   if (p.in == 0 || p.rows == 0 || p.out == 0) return;  // the caller zero-fills what the prepared call marks
   const bool mma = kan_mma_forward(a, p);
-  sk_i32* jr = kan_nonfinite_scratch(a, p);
-  sk_i32* bad = jr + 2 * sk_u64(p.out) * p.in;
   dispatch_float<false>(a.x.dtype, "kan_linear", [&](auto tag) {
     using T = decltype(tag);
     const T *x = a.x.ptr<const T>(), *g = a.grid.ptr<const T>(), *sw = a.spline_weight.ptr<const T>();
     const T* sc = a.spline_scaler.ptr<const T>();
-    if (!mma)
+    if (!mma) {  // one launch: the kernel reads every weight and makes the formulation's 0·inf itself
       SWISK_LAUNCH(kan_forward_kernel<T>, to_dim3(kan_forward_grid(p)), dim3(kTile, kTile), a.launch.stream, p, x, g,
                    a.base_weight.ptr<const T>(), sw, sc, a.out.ptr<T>());
-    // the formulation's 0·inf outside each row's bases: a scan of the weights, then an early-out fix
+      return;
+    }
+    // the tensor cores' 0·inf outside each row's bases: a scan of the weights, then an early-out fix
+    sk_i32* jr = kan_nonfinite_scratch(a, p);
+    sk_i32* bad = jr + 2 * sk_u64(p.out) * p.in;
     SWISK_LAUNCH(kan_nonfinite_scan_kernel<T>, to_dim3(kan_nonfinite_scan_grid(p)), dim3(SWISK_STRIDE_THREADS),
                  a.launch.stream, p, sw, sc, jr, bad);
     SWISK_LAUNCH(kan_nonfinite_fix_kernel<T>, to_dim3(kan_nonfinite_fix_grid(p)), dim3(SWISK_STRIDE_THREADS),

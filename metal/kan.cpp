@@ -9,14 +9,9 @@ constexpr uint32_t kTile = SWISK_KAN_TILE;
 static void forward(const KanLinearArgs& a) {
   const KanParams p = kan_params(a.x, a.grid, a.base_weight, a.spline_weight, a.spline_scaler, a.order);
   if (p.rows == 0 || p.out == 0) return;
+  // one dispatch: the kernel reads every weight and makes the formulation's 0·inf itself (kernels/kan.h)
   submit(a.launch, make_plan(a, "kan_forward", p, kan_forward_grid(p), kTile, kTile,
                              {&a.x, &a.grid, &a.base_weight, &a.spline_weight, &a.spline_scaler, &a.out}));
-  // the formulation's 0·inf outside each row's bases (kernels/kan.h); Metal's own scratch is empty,
-  // so the scan's words start the work buffer
-  submit(a.launch, make_plan(a, "kan_nonfinite_scan", p, kan_nonfinite_scan_grid(p), SWISK_STRIDE_THREADS, 1,
-                             {&a.spline_weight, &a.spline_scaler, &a.work}));
-  submit(a.launch, make_plan(a, "kan_nonfinite_fix", p, kan_nonfinite_fix_grid(p), SWISK_STRIDE_THREADS, 1,
-                             {&a.x, &a.grid, &a.work, &a.out}));
 }
 
 static void backward(const KanLinearBackwardArgs& a) {

@@ -39,21 +39,6 @@ kernel void kan_backward_scale_k(device const T* sw [[buffer(0)]], device const 
   kan_backward_scale_body<T>(SWISK_METAL_IDX, p, sw, sc, ws, gsw, gsc);
 }
 
-// The scan's words: jr (out·in·2), then bad (out), in one buffer.
-template <typename T>
-kernel void kan_nonfinite_scan_k(device const T* sw [[buffer(0)]], device const T* sc [[buffer(1)]],
-                                 device sk_i32* words [[buffer(2)]], constant KanParams& p [[buffer(3)]],
-                                 SWISK_METAL_COORDS) {
-  kan_nonfinite_scan_body<T>(SWISK_METAL_IDX, p, sw, sc, words, words + 2 * sk_u64(p.out) * p.in);
-}
-
-template <typename T>
-kernel void kan_nonfinite_fix_k(device const T* x [[buffer(0)]], device const T* grid [[buffer(1)]],
-                                device const sk_i32* words [[buffer(2)]], device T* y [[buffer(3)]],
-                                constant KanParams& p [[buffer(4)]], SWISK_METAL_COORDS) {
-  kan_nonfinite_fix_body<T>(SWISK_METAL_IDX, p, x, grid, words, words + 2 * sk_u64(p.out) * p.in, y);
-}
-
 #define SWISK_INSTANTIATE(T, S)                                                                            \
   template SWISK_HOST_NAME("swisk_kan_forward_" #S) kernel void kan_forward_k<T>(                        \
       device const T*, device const T*, device const T*, device const T*, device const T*, device T*,      \
@@ -66,11 +51,6 @@ kernel void kan_nonfinite_fix_k(device const T* x [[buffer(0)]], device const T*
       SWISK_METAL_COORD_TYPES);                                                                            \
   template SWISK_HOST_NAME("swisk_kan_backward_scale_" #S) kernel void kan_backward_scale_k<T>(          \
       device const T*, device const T*, device const float*, device T*, device T*, constant KanParams&,    \
-      SWISK_METAL_COORD_TYPES);                                                                            \
-  template SWISK_HOST_NAME("swisk_kan_nonfinite_scan_" #S) kernel void kan_nonfinite_scan_k<T>(          \
-      device const T*, device const T*, device sk_i32*, constant KanParams&, SWISK_METAL_COORD_TYPES);     \
-  template SWISK_HOST_NAME("swisk_kan_nonfinite_fix_" #S) kernel void kan_nonfinite_fix_k<T>(            \
-      device const T*, device const T*, device const sk_i32*, device T*, constant KanParams&,              \
       SWISK_METAL_COORD_TYPES);
 SWISK_INSTANTIATE(float, f32)
 SWISK_INSTANTIATE(half, f16)

@@ -562,6 +562,49 @@ def test_tensor_core_forward_without_base_at_infinite_x(rng, dtype):
     assert rel_err(y.double(), want) <= (4e-3 if dtype == torch.float32 else REL[dtype])  # tf32: 2^-11 per product
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_nonfinite_weights_on_the_tensor_cores(rng, bad, dtype):
+    """CUDA's tensor-core forward (bf16, fp32 as tf32; cuda-emu, and the device where present): its
+    dense products with the packed weights, then the scan and fix passes, give the formulation's NaN
+    and inf pattern. The other GPU forwards check every weight themselves and take no scratch for it."""
+    from swisk import _C
+    from swisk._backend import dtype_code
+
+    x, grid, bw, sw, sc = make(rng, 40, 3, 4, 5, 3, torch.float32)
+    x[:3] = grid[:, 0] - 1  # rows outside the grid: every basis zero
+    sw[1, 2, 0] = bad
+    x, grid, bw, sw, sc = (t.to(dtype) for t in (x, grid, bw, sw, sc))  # the reference sees the rounded inputs
+    want = ref(*(t.double() for t in (x, grid, bw, sw, sc)), 3)
+    code = dtype_code(dtype)
+    assert _C.kan_linear_workspace(3, 4, 8, 3, code, "metal-emu", False, False) == 0
+    assert (_C.kan_linear_workspace(3, 4, 8, 3, code, "cuda-emu", False, False) > 0) == (dtype != torch.float32)
+    for b in [b for b in testing.backend_ids() if b in ("cuda-emu", "cuda")]:
+        with testing.backend(b), swisk.config.using(kan_route="fused"), \
+                testing.torch_flag(torch.backends.cuda.matmul, "allow_tf32", True):
+            assert _C.kan_linear_workspace(3, 4, 8, 3, code, b, False, True) > 0
+            dev = testing.device_of(b)
+            got = swisk.ops.kan_linear(*(t.to(dev) for t in (x, grid, bw, sw, sc)), 3).double().cpu()
+        assert want[:3, 1].isnan().all()
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf()), b
+
+
+def test_fused_gpu_forward_is_one_dispatch(rng, monkeypatch):
+    """A small layer's forward on a GPU (the fused route: launch-bound) is one kernel and no scratch:
+    the 0·inf of non-finite weights is the kernel's own check (Metal's dispatch list, seen from Python)."""
+    from swisk import _backend
+
+    seen = []
+    real = _backend.run_metal_dispatches
+    monkeypatch.setattr(_backend, "run_metal_dispatches",
+                        lambda d, t, b: (seen.extend(k for k, *_ in d), real(d, t, b))[1])
+    args = make(rng, 2, 4, 4, 5, 3, torch.float32)
+    with testing.backend("metal-emu"), swisk.config.using(kan_route="fused"), torch.no_grad():
+        y = swisk.ops.kan_linear(*args, 3)
+    assert seen == ["swisk_kan_forward_f32"]
+    assert rel_err(y, ref(*args, 3)) <= REL[torch.float32]
+
+
 @pytest.mark.parametrize("fin,fout,lead", [(0, 3, (4,)), (3, 0, (4,)), (3, 2, (0,)), (0, 0, (2, 0))])
 def test_forward_mode_of_empty_sizes(rng, route, fin, fout, lead):
     """jvp (from the formulation) of calls without features, outputs or rows: y's shape, tangent 0 where

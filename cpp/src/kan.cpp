@@ -62,7 +62,8 @@ static std::vector<int64_t> kan_linear_shape(const TensorView& x, const TensorVi
 int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t nb, int order, DType d, Backend b, bool backward,
                              bool tf32) {
   const int64_t base = kan_linear_scratch_base(in, out, nb, order, d, b, backward, tf32);
-  if (backward || b == Backend::cpu) return base;
+  const bool mma = (b == Backend::cuda || b == Backend::cuda_emu) && kan_mma_applies(d, tf32);
+  if (backward || !mma) return base;  // the other GPU forwards check the weights themselves
   KanParams p{};
   p.in = sk_u32(in), p.out = sk_u32(out);
   const int64_t bytes = int64_t(kan_nonfinite_words(p)) * 4, elem = d == DType::f64 ? 8 : 4;

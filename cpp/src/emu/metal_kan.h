@@ -25,20 +25,7 @@ void kan_backward_scale_thunk(void* const* b, const void* p) {
                           *(const KanParams*)p, SWISK_COORDS);
 }
 
-template <typename T>
-void kan_nonfinite_scan_thunk(void* const* b, const void* p) {
-  kan_nonfinite_scan_k<T>((const T*)b[0], (const T*)b[1], (sk_i32*)b[2], *(const KanParams*)p, SWISK_COORDS);
-}
-
-template <typename T>
-void kan_nonfinite_fix_thunk(void* const* b, const void* p) {
-  kan_nonfinite_fix_k<T>((const T*)b[0], (const T*)b[1], (const sk_i32*)b[2], (T*)b[3], *(const KanParams*)p,
-                         SWISK_COORDS);
-}
-
 #define SWISK_METAL_KAN_KERNELS                                                                           \
   SWISK_EMU_KERNEL(kan_forward, kan_forward_thunk), SWISK_EMU_KERNEL(kan_backward_x, kan_backward_x_thunk), \
       SWISK_EMU_KERNEL(kan_backward_w, kan_backward_w_thunk),                                             \
-      SWISK_EMU_KERNEL(kan_backward_scale, kan_backward_scale_thunk),                                     \
-      SWISK_EMU_KERNEL(kan_nonfinite_scan, kan_nonfinite_scan_thunk),                                     \
-      SWISK_EMU_KERNEL(kan_nonfinite_fix, kan_nonfinite_fix_thunk)
+      SWISK_EMU_KERNEL(kan_backward_scale, kan_backward_scale_thunk)

@@ -98,7 +98,10 @@ SWISK_FN sk_i32 bspline_local_k(A x, P g, Q inv, sk_i32 n_knots, SWISK_THREAD A*
 
 // ---- forward: one thread per y[n,o]; block = TILE rows x TILE outputs ------------------------------
 // Per in-chunk of TILE features the block stages silu and the order+1 local bases of its
-// (rows x features) tile in shared memory (sv: TILE*TILE*LOCAL values, ss: TILE*TILE spans).
+// (rows x features) tile in shared memory (sv: TILE*TILE*LOCAL values, ss: TILE*TILE spans). A thread
+// reads all n_basis weights of each (o, i): those outside x's window multiply a zero basis in the
+// formulation, which is NaN where the scaled weight is inf or NaN (0·inf); so no scan and fix passes
+// (GPUs take this kernel for small layers alone, where launches cost more than the weights' reads).
 template <typename T>
 SWISK_FN void kan_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL const T* x, SWISK_GLOBAL const T* grid,
                                SWISK_GLOBAL const T* bw, SWISK_GLOBAL const T* sw, SWISK_GLOBAL const T* sc,
@@ -111,6 +114,7 @@ SWISK_FN void kan_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL 
   for (sk_u32 rt = id.bx; rt < row_tiles; rt += id.gdx) {
     const sk_u32 n0 = rt * TL, o = ot * TL + id.ty;
     A acc = A(0);
+    bool zero_inf = false;  // a non-finite scaled weight met a zero basis
     for (sk_u32 i0 = 0; i0 < p.in; i0 += TL) {
       {  // stage (row n0+ty, feature i0+tx)
         const sk_u32 n = n0 + id.ty, i = i0 + id.tx, e = id.ty * TL + id.tx;
@@ -134,18 +138,28 @@ SWISK_FN void kan_forward_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_GLOBAL 
           const sk_u64 oi = sk_u64(o) * p.in + i;
           if (p.has_base) acc += A(sv[e * L]) * A(bw[oi]);
           const sk_i32 span = ss[e];
-          if (span == -2) acc += A(sv[e * L + 1]);  // NaN input: NaN out
-          if (span < 0) continue;
-          A s = A(0);
-          for (sk_u32 r = 0; r <= k; ++r) {
-            const sk_i32 j = span - sk_i32(k) + sk_i32(r);
-            if (j >= 0 && j < sk_i32(nb)) s += A(sv[e * L + 1 + r]) * A(sw[oi * nb + sk_u32(j)]);
+          if (span == -2) {  // NaN input: NaN out
+            acc += A(sv[e * L + 1]);
+            continue;
           }
-          acc += p.has_scaler ? s * A(sc[oi]) : s;
+          const A scale = p.has_scaler ? A(sc[oi]) : A(1);
+          A s = A(0);
+          for (sk_u32 j = 0; j < nb; ++j) {  // r: j's place in the window of bases s-k .. s (span -1: none)
+            const A w = A(sw[oi * nb + j]);
+            const sk_i32 r = sk_i32(j) - span + sk_i32(k);
+            if (span >= 0 && r >= 0 && r <= sk_i32(k)) {
+              s += A(sv[e * L + 1 + r]) * w;
+            } else {
+              const A ws = w * scale;
+              zero_inf = zero_inf || sk_isnan(ws) || sk_isinf(ws);
+            }
+          }
+          acc += p.has_scaler ? s * scale : s;
         }
       }
       SWISK_BARRIER();
     }
+    if (zero_inf) acc = sk_nan(acc);
     if (n0 + id.tx < p.rows && o < p.out) y[sk_u64(n0 + id.tx) * p.out + o] = T(acc);
   }
 }
@@ -270,7 +284,8 @@ SWISK_FN void kan_backward_scale_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
 // ---- non-finite spline weights ---------------------------------------------------------------
 // The formulation multiplies every basis, zero or not, by every scaled weight: a non-finite
 // sw[o,i,j]·sc[o,i] outside the bases the kernels visit for x[n,i] (j in [span-k, span]) makes
-// y[n,o] NaN (0·inf). The scan finds, per (o, i), the first and last such j (nb, -1 when none) and
+// y[n,o] NaN (0·inf). For the forwards that visit the window alone (the CPU's, CUDA's tensor-core
+// one; kan_forward_body checks every weight itself) the scan finds, per (o, i), the first and last such j (nb, -1 when none) and
 // per o whether any; the fix then marks those outputs, in every row, as the formulation does.
 // Scratch: jr (out·in·2) then bad (out), 32-bit words.
 SWISK_HD sk_u64 kan_nonfinite_words(KanParams p) { return sk_u64(p.out) * p.in * 2 + p.out; }

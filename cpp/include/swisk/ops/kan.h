@@ -71,8 +71,8 @@ void kan_linear(const KanLinearArgs& args);
 void kan_linear_backward(const KanLinearBackwardArgs& args);
 
 // Scratch elements the backend needs (forward or backward) for these sizes: its own part (the base),
-// then in a GPU forward the words of the non-finite weight scan (kan_nonfinite_words; the CPU takes
-// them only when a weight is inf or NaN).
+// then in CUDA's tensor-core forward the words of the non-finite weight scan (kan_nonfinite_words; the
+// CPU takes them only when a weight is inf or NaN).
 int64_t kan_linear_workspace(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, Backend b,
                              bool backward, bool tf32 = false);
 int64_t kan_linear_scratch_base(int64_t in, int64_t out, int64_t n_basis, int order, DType dtype, Backend b,
