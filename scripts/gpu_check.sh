@@ -102,7 +102,8 @@ if [ "${SWISK_GPU_PROFILE_S:-60}" -gt 0 ]; then
   grep '^====' "$results/profile.txt" | sed 's/^/  /' >>"$summary"
 fi
 if [ "${SWISK_GPU_NCU_S:-0}" -gt 0 ]; then
-  timeout -k 5 "$SWISK_GPU_NCU_S" ncu --kernel-name regex:'expand|contract|fwht|sparse' --launch-skip 1 --launch-count 14 \
+  timeout -k 5 "$SWISK_GPU_NCU_S" ncu --kernel-name regex:'expand|contract|fwht|sparse' --launch-skip 1 \
+    --launch-count 14 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     python3 scripts/gpu_kernels.py --calls 2 >"$results/ncu.txt" 2>&1
   note "ncu: exit $? ($(grep -c 'Duration' "$results/ncu.txt") kernels read)"

@@ -285,8 +285,9 @@ SWISK_FN void kan_backward_scale_body(SkIdx id, SWISK_CONST KanParams& p, SWISK_
 // The formulation multiplies every basis, zero or not, by every scaled weight: a non-finite
 // sw[o,i,j]·sc[o,i] outside the bases the kernels visit for x[n,i] (j in [span-k, span]) makes
 // y[n,o] NaN (0·inf). For the forwards that visit the window alone (the CPU's, CUDA's tensor-core
-// one; kan_forward_body checks every weight itself) the scan finds, per (o, i), the first and last such j (nb, -1 when none) and
-// per o whether any; the fix then marks those outputs, in every row, as the formulation does.
+// one; kan_forward_body checks every weight itself) the scan finds, per (o, i), the first and last such
+// j (nb, -1 when none) and per o whether any; the fix then marks those outputs, in every row, as the
+// formulation does.
 // Scratch: jr (out·in·2) then bad (out), 32-bit words.
 SWISK_HD sk_u64 kan_nonfinite_words(KanParams p) { return sk_u64(p.out) * p.in * 2 + p.out; }
 SWISK_HD SkGrid kan_nonfinite_scan_grid(KanParams p) { return sk_stride_grid(p.out); }
