@@ -1,6 +1,7 @@
 """kan_linear's two routes (fused kernels, vendor GEMM over basis tiles) across layer sizes on one
 device: the medians behind routes.py's rule. Interleaved pairs, device-synchronised wall time.
-usage: python scripts/kan_route_sweep.py [--device cuda] [--reps 15] [--json FILE]"""
+usage: python scripts/kan_route_sweep.py [--device cuda] [--reps 15] [--threads N] [--dtypes float32,bfloat16]
+       [--phases fwd,fwdbwd] [--sizes ROWSxINxOUT,...] [--json FILE]"""
 import argparse
 import json
 import time
@@ -31,14 +32,22 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--threads", type=int, help="torch's CPU threads (one count per process)")
+    p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--phases", default="fwd,fwdbwd")
+    p.add_argument("--sizes", help="comma-separated ROWSxINxOUT (default: the CUDA sweep's sizes)")
     p.add_argument("--json")
     args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")] if args.sizes else SIZES
+    phases = args.phases.split(",")
     device = torch.device(args.device)
     rows = []
     print(f"{'rows':>6} {'in':>5} {'out':>5} {'dtype':<9} {'phase':<7} {'fused ms':>9} {'gemm ms':>9} "
           f"{'fused/gemm':>10}")
-    for dtype in (torch.float32, torch.bfloat16):
-        for b, i, o in SIZES:
+    for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
+        for b, i, o in sizes:
             torch.manual_seed(0)
             layer = swisk.nn.KANLinear(i, o).to(device, dtype)
             x = torch.randn(b, i, device=device, dtype=dtype)
@@ -50,7 +59,7 @@ def main():
             def fwd_bwd():
                 layer(x.requires_grad_()).sum().backward()
 
-            for phase, step in (("fwd", fwd), ("fwdbwd", fwd_bwd)):
+            for phase, step in ((ph, st) for ph, st in (("fwd", fwd), ("fwdbwd", fwd_bwd)) if ph in phases):
                 times = {"fused": [], "gemm": []}
                 for rep in range(args.reps + 2):
                     for route in ("fused", "gemm") if rep % 2 else ("gemm", "fused"):
@@ -66,7 +75,8 @@ def main():
                       f"{row['ratio']:10.2f}", flush=True)
     if args.json:
         env = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-               "torch": torch.__version__, "swisk": swisk.__version__, "build": dict(swisk.build_info())}
+               "torch": torch.__version__, "swisk": swisk.__version__, "build": dict(swisk.build_info()),
+               "threads": torch.get_num_threads()}
         with open(args.json, "w") as f:
             json.dump({"environment": env, "rows": rows}, f, indent=2)
 

@@ -230,7 +230,17 @@ def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3, differentiated=False) == "fused"
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"
     assert routes.kan_route("cpu", 32, 512, 512, 8, 3) == "fused"
+    assert routes._cpu_vendor() == swisk.build_info()["cpu_vendor"] in ("intel", "amd", "")
+    # AVX-512 on an Intel CPU (MKL's AVX-512 GEMM): the GEMM route from ~4 MB of weights at 16 rows up
     monkeypatch.setattr(routes, "_cpu_isa", lambda: "avx512")
+    monkeypatch.setattr(routes, "_cpu_vendor", lambda: "intel")
+    assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "gemm"
+    assert routes.kan_route("cpu", 64, 384, 384, 8, 3) == "gemm"
+    assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3) == "gemm"
+    assert routes.kan_route("cpu", 15, 1000, 1000, 8, 3) == "fused"
+    assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"
+    assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3, differentiated=False) == "fused"
+    monkeypatch.setattr(routes, "_cpu_vendor", lambda: "amd")  # AMD's AVX-512: MKL's AVX2 kernels
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"  # CPU: by the measured rule
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3) == "fused"  # in chunks within the bound

@@ -689,7 +689,8 @@ def test_cpu_fused_scratch_is_bounded(monkeypatch):
         for back, lo in ((False, 4), (True, 0.5)):
             mib = _C.kan_linear_workspace(fin, fout, n_basis, 3, dtype_code(torch.float32), "cpu", back, False)
             assert mib * 4 / 2**20 <= min(16, max(lo, quarter)) + 0.5, (fin, fout, back, mib)
-    monkeypatch.setattr(routes, "_cpu_isa", lambda: "avx512")  # without it, layers this large take the GEMM
+    monkeypatch.setattr(routes, "_cpu_isa", lambda: "avx512")  # without them, layers this large take the GEMM
+    monkeypatch.setattr(routes, "_cpu_vendor", lambda: "amd")
     assert routes.kan_route("cpu", 1024, 4096, 4096, 8, 3) == "fused"
 
 

@@ -63,6 +63,7 @@ NB_MODULE(_C, m) {
     d["metal_source"] = true;
     d["openmp"] = openmp_runtime();  // the runtime the CPU loops use, "" when serial
     d["cpu_isa"] = cpu_isa();  // the CPU kernels' clone here: avx512, avx2 or baseline
+    d["cpu_vendor"] = cpu_vendor();  // intel, amd or "": the kan_linear route rule reads it
     d["cpu_vector_bytes"] = cpu_vector_bytes();  // the CPU KAN kernels' vectors here: 64 or 32
     d["max_spline_order"] = SWISK_MAX_CPU_SPLINE_ORDER;  // CPU; GPUs: max_gpu_spline_order
     d["max_gpu_spline_order"] = SWISK_MAX_GPU_SPLINE_ORDER;

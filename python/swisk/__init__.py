@@ -40,7 +40,8 @@ def build_info() -> dict:
     Returns:
         dict with version, cuda_compiled, cuda_archs, metal_compiled, metal_source, openmp (the
         file name of the OpenMP runtime the CPU kernels share with torch, "" when they run serially),
-        cpu_isa (the instruction set the CPU kernels run with here: "avx512", "avx2", "baseline") and
+        cpu_isa (the instruction set the CPU kernels run with here: "avx512", "avx2", "baseline"),
+        cpu_vendor ("intel", "amd", or "" elsewhere; kan_linear's route rule reads it) and
         cpu_vector_bytes (the CPU KAN kernels' vectors: 64 on AVX-512 CPUs, else 32;
         SWISK_CPU_VEC_BYTES=32 or 64 chooses).
 

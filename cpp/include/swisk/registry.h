@@ -103,6 +103,8 @@ int cpu_threads();  // threads a CPU kernel would use now: torch.get_num_threads
 // The instruction set the CPU kernels' clones run with here: "avx512", "avx2" (x86-64-v4 / v3), or
 // "baseline" (other x86-64 CPUs, and builds without clones: other architectures, sanitizers).
 std::string cpu_isa();
+// The CPU's vendor: "intel", "amd", or "" where unknown (other architectures and compilers).
+std::string cpu_vendor();
 // The vector bytes of the CPU KAN kernels here: 64 (their AVX-512 build) or 32 (cpu/clones.h).
 int cpu_vector_bytes();
 

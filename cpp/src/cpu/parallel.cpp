@@ -60,5 +60,14 @@ namespace swisk {
 std::string openmp_runtime() { return cpu::openmp().name; }
 int cpu_threads() { return cpu::max_threads(); }
 std::string cpu_isa() { return cpu::clone_isa(); }
+// MKL's GEMM takes its AVX-512 kernels on Intel CPUs alone, which moves where the fused kernels win.
+std::string cpu_vendor() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_is("intel")) return "intel";
+  if (__builtin_cpu_is("amd")) return "amd";
+#endif
+  return "";
+}
 int cpu_vector_bytes() { return cpu::kan_vector_bytes(); }
 }  // namespace swisk

@@ -97,13 +97,39 @@ def _cuda_rule(rows: int, in_f: int, out_f: int) -> str:
 # 0.90 (1.08); but b16 1000->1000 1.48 (0.99), b100 1000->1000 1.26 (1.21), b256 1024->1024 1.33 (1.11),
 # b16 2048->2048 (1.21): the fused kernels' repacking (three passes over the weights each way) costs
 # more than their fewer multiply-adds save once the weights are far out of cache and the bandwidth low.
+# With AVX-512 on an Intel CPU (a 2-core Xeon VM with avx512_fp16, 2 MiB L2 per core; fp32 matmul 0.16
+# TFLOP/s and copy 12 GB/s on 1 thread, against the AMD VMs' 0.08-0.11 and 9-41; 2026-11-28, 64-byte
+# vectors, scripts/kan_route_sweep.py --device cpu --dtypes float32 --phases fwdbwd --reps 9, fused / gemm,
+# 1 thread (2 threads)): MKL's GEMM takes its AVX-512 kernels there, and the fused kernels lose from
+# ~4 MB of weights at 16 rows and more: b16 1000->1000 1.59 (1.68), b100 1.25 (1.56), b256 1.13 (1.48),
+# b16 2048->2048 1.37 (1.40), b256 1024->1024 1.25 (1.16), b16 / b64 / b256 512->512 1.39 / 1.29 / 1.27
+# (1.27 / 1.19 / 1.20), b64 / b256 384->384 1.23 / 1.05 (1.20 / 1.18), b256 256->1024 1.26 (1.21), b256
+# 1024->256 1.28 (1.32); even at 1024-4096 rows: b1024 384->384 0.95 (1.06), b1024 512->512 0.97 (1.17),
+# b4096 512->512 0.94 (1.02), b4096 1024->1024 0.94 (1.02); the fused kernels keep 256->256 (2.6 MB):
+# b256 0.88 (0.98), b1024 0.79 (0.95), and fewer rows: b8 1000->1000 0.91 (0.93), b8 512->512 0.95 (0.91).
+# AMD's AVX-512 (the 2-core EPYC of the 11-25 rows above) ran MKL's AVX2 kernels, and the fused kernels
+# won there at every size measured.
 _NARROW_GEMM_ROWS = 16
 _NARROW_GEMM_BYTES = 16 << 20  # in * out * (n_basis + 2) * 4: 1000->1000 G=5 is 40 MB, 512->512 10.5 MB
+_NARROW_GEMM_BYTES_INTEL_AVX512 = 4 << 20  # 384->384 G=5 is 5.9 MB, 256->256 2.6 MB
 
 
 @functools.lru_cache(maxsize=1)
 def _cpu_isa() -> str:
     return _C.build_info()["cpu_isa"]
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_vendor() -> str:
+    return _C.build_info()["cpu_vendor"]
+
+
+def _narrow_gemm_bytes() -> int | None:
+    """Weights' bytes from which a differentiated call of 16 rows or more takes the GEMM route on this
+    CPU (measured above); None: the fused kernels at every size (AMD's AVX-512)."""
+    if _cpu_isa() != "avx512":
+        return _NARROW_GEMM_BYTES
+    return _NARROW_GEMM_BYTES_INTEL_AVX512 if _cpu_vendor() == "intel" else None
 
 
 _DIRECT_ROWS = 4  # C++ kKanCpuDirectRows
@@ -125,9 +151,10 @@ def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differ
         return "fused"
     if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
         return "gemm"
-    if (differentiated and rows >= _NARROW_GEMM_ROWS and _cpu_isa() != "avx512"
-            and in_f * out_f * (n_basis + 2) * 4 > _NARROW_GEMM_BYTES):
-        return "gemm"
+    if differentiated and rows >= _NARROW_GEMM_ROWS:
+        limit = _narrow_gemm_bytes()
+        if limit is not None and in_f * out_f * (n_basis + 2) * 4 > limit:
+            return "gemm"
     if not differentiated or rows >= _FUSED_MIN_ROWS or torch.get_num_threads() > 1:
         return "fused"
     return "fused" if _fused_bytes(in_f, out_f, n_basis, order) <= _FUSED_TINY_BYTES else "gemm"
