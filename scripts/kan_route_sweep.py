@@ -1,7 +1,7 @@
 """kan_linear's two routes (fused kernels, vendor GEMM over basis tiles) across layer sizes on one
 device: the medians behind routes.py's rule. Interleaved pairs, device-synchronised wall time.
 usage: python scripts/kan_route_sweep.py [--device cuda] [--reps 15] [--threads N] [--dtypes float32,bfloat16]
-       [--phases fwd,fwdbwd] [--sizes ROWSxINxOUT,...] [--json FILE]"""
+       [--phases fwd,fwdbwd] [--sizes ROWSxINxOUT,...] [--grid-size G] [--json FILE]"""
 import argparse
 import json
 import time
@@ -36,6 +36,7 @@ def main():
     p.add_argument("--dtypes", default="float32,bfloat16")
     p.add_argument("--phases", default="fwd,fwdbwd")
     p.add_argument("--sizes", help="comma-separated ROWSxINxOUT (default: the CUDA sweep's sizes)")
+    p.add_argument("--grid-size", type=int, default=5)
     p.add_argument("--json")
     args = p.parse_args()
     if args.threads:
@@ -49,7 +50,7 @@ def main():
     for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
         for b, i, o in sizes:
             torch.manual_seed(0)
-            layer = swisk.nn.KANLinear(i, o).to(device, dtype)
+            layer = swisk.nn.KANLinear(i, o, grid_size=args.grid_size).to(device, dtype)
             x = torch.randn(b, i, device=device, dtype=dtype)
 
             def fwd():
@@ -68,7 +69,7 @@ def main():
                         if rep >= 2:
                             times[route].append(t)
                 med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
-                row = {"rows": b, "in": i, "out": o, "dtype": str(dtype)[6:], "phase": phase,
+                row = {"rows": b, "in": i, "out": o, "grid_size": args.grid_size, "dtype": str(dtype)[6:], "phase": phase,
                        "fused_ms": med["fused"], "gemm_ms": med["gemm"], "ratio": med["fused"] / med["gemm"]}
                 rows.append(row)
                 print(f"{b:>6} {i:>5} {o:>5} {row['dtype']:<9} {phase:<7} {med['fused']:9.3f} {med['gemm']:9.3f} "

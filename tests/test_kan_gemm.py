@@ -240,6 +240,9 @@ def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 15, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3, differentiated=False) == "fused"
+    assert routes.kan_route("cpu", 100, 1000, 1000, 11, 3) == "gemm"  # G=8: 12 columns against 5
+    assert routes.kan_route("cpu", 100, 1000, 1000, 13, 3) == "fused"  # G=10: 14 against 5
+    assert routes.kan_route("cpu", 1024, 256, 256, 19, 3) == "fused"  # G=16
     monkeypatch.setattr(routes, "_cpu_vendor", lambda: "amd")  # AMD's AVX-512: MKL's AVX2 kernels
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"  # CPU: by the measured rule
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "fused"

@@ -107,6 +107,9 @@ def _cuda_rule(rows: int, in_f: int, out_f: int) -> str:
 # 1024->256 1.28 (1.32); even at 1024-4096 rows: b1024 384->384 0.95 (1.06), b1024 512->512 0.97 (1.17),
 # b4096 512->512 0.94 (1.02), b4096 1024->1024 0.94 (1.02); the fused kernels keep 256->256 (2.6 MB):
 # b256 0.88 (0.98), b1024 0.79 (0.95), and fewer rows: b8 1000->1000 0.91 (0.93), b8 512->512 0.95 (0.91).
+# More bases per feature shift it back (the GEMM's n_basis + 1 columns against the fused k + 2; 1 thread,
+# reps 7): G=10 b64 / b256 512->512 1.11 / 0.81, b16 / b100 1000->1000 1.11 / 0.97, b256 384->384 0.88;
+# G=16 1.03 / 0.70, 1.03 / 0.90, 0.68 (the bench's b1024 256->256 G=16: fused 8.4x the formulation, gemm 4.5x).
 # AMD's AVX-512 (the 2-core EPYC of the 11-25 rows above) ran MKL's AVX2 kernels, and the fused kernels
 # won there at every size measured.
 _NARROW_GEMM_ROWS = 16
@@ -124,12 +127,17 @@ def _cpu_vendor() -> str:
     return _C.build_info()["cpu_vendor"]
 
 
-def _narrow_gemm_bytes() -> int | None:
-    """Weights' bytes from which a differentiated call of 16 rows or more takes the GEMM route on this
-    CPU (measured above); None: the fused kernels at every size (AMD's AVX-512)."""
+def _narrow_gemm(rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> bool:
+    """Whether a differentiated call takes the GEMM route on this CPU for its weights' size (measured
+    above); never on AMD's AVX-512."""
+    if rows < _NARROW_GEMM_ROWS:
+        return False
+    size = in_f * out_f * (n_basis + 2) * 4
     if _cpu_isa() != "avx512":
-        return _NARROW_GEMM_BYTES
-    return _NARROW_GEMM_BYTES_INTEL_AVX512 if _cpu_vendor() == "intel" else None
+        return size > _NARROW_GEMM_BYTES
+    if _cpu_vendor() != "intel":
+        return False
+    return size > _NARROW_GEMM_BYTES_INTEL_AVX512 and 2 * (n_basis + 1) <= 5 * (order + 2)
 
 
 _DIRECT_ROWS = 4  # C++ kKanCpuDirectRows
@@ -151,10 +159,8 @@ def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differ
         return "fused"
     if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
         return "gemm"
-    if differentiated and rows >= _NARROW_GEMM_ROWS:
-        limit = _narrow_gemm_bytes()
-        if limit is not None and in_f * out_f * (n_basis + 2) * 4 > limit:
-            return "gemm"
+    if differentiated and _narrow_gemm(rows, in_f, out_f, n_basis, order):
+        return "gemm"
     if not differentiated or rows >= _FUSED_MIN_ROWS or torch.get_num_threads() > 1:
         return "fused"
     return "fused" if _fused_bytes(in_f, out_f, n_basis, order) <= _FUSED_TINY_BYTES else "gemm"
