@@ -82,6 +82,7 @@ def test_peer_rows_when_a_peer_is_installed(monkeypatch):
                                         "b4096 1024->1024 G=5 k=3 vs fake_peer_kan"]
     row = runner.measure(cases[0], torch.device("cpu"), torch.float32, reps=1)
     assert row["fwdbwd_speedup"] > 0 and row["reference_fwdbwd_ms"] > 0
+    assert row["route_auto"] in ("fused", "gemm")  # which route swisk's side took
 
 
 def test_goals_are_checked_per_device():

@@ -1,6 +1,6 @@
 """Rows against the newest peers on PyPI, when installed (they are not dependencies): flashkan's and
 inkan's KANLayer (uniform cubic grids, closed-form bases, one dense GEMM) against swisk.ops.kan_linear
-(its automatic route) at the same sizes, fwd+bwd fp32 on the CPU. The pair ratio is swisk's
+(its automatic route, recorded as route_auto) at the same sizes, fwd+bwd fp32 on the CPU. The pair ratio is swisk's
 speed-up over the peer."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 
 from .. import ops
 from .cases import Case
-from .spline import _KAN_GRADS, _kan_args, _kan_setup
+from .spline import _KAN_GRADS, _auto_route, _kan_args, _kan_setup
 
 _GOAL = "fwd+bwd >= 1.5x the peer"
 
@@ -37,7 +37,8 @@ def _cases(module):
         return []
     return [Case("kan_linear", f"b{b} {fin}->{fout} G=5 k=3 vs {module}", _peer_setup(module, b, fin, fout, 5),
                  run=lambda a: ops.kan_linear(*_kan_args(a)), reference=_peer_run,
-                 grads=_KAN_GRADS, devices=("cpu",), goal=_GOAL, targets=("fwdbwd_speedup >= 1.5",), quick=False)
+                 grads=_KAN_GRADS, devices=("cpu",), goal=_GOAL, targets=("fwdbwd_speedup >= 1.5",), quick=False,
+                 info=_auto_route)
             for b, fin, fout in [(1024, 256, 256), (4096, 1024, 1024)]]
 
 
