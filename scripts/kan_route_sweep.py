@@ -69,8 +69,9 @@ def main():
                         if rep >= 2:
                             times[route].append(t)
                 med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
-                row = {"rows": b, "in": i, "out": o, "grid_size": args.grid_size, "dtype": str(dtype)[6:], "phase": phase,
-                       "fused_ms": med["fused"], "gemm_ms": med["gemm"], "ratio": med["fused"] / med["gemm"]}
+                row = {"rows": b, "in": i, "out": o, "grid_size": args.grid_size, "dtype": str(dtype)[6:],
+                       "phase": phase, "fused_ms": med["fused"], "gemm_ms": med["gemm"],
+                       "ratio": med["fused"] / med["gemm"]}
                 rows.append(row)
                 print(f"{b:>6} {i:>5} {o:>5} {row['dtype']:<9} {phase:<7} {med['fused']:9.3f} {med['gemm']:9.3f} "
                       f"{row['ratio']:10.2f}", flush=True)

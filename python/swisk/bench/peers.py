@@ -1,7 +1,7 @@
 """Rows against the newest peers on PyPI, when installed (they are not dependencies): flashkan's and
 inkan's KANLayer (uniform cubic grids, closed-form bases, one dense GEMM) against swisk.ops.kan_linear
-(its automatic route, recorded as route_auto) at the same sizes, fwd+bwd fp32 on the CPU. The pair ratio is swisk's
-speed-up over the peer."""
+(its automatic route, recorded as route_auto) at the same sizes, fwd+bwd fp32 on the CPU. The pair
+ratio is swisk's speed-up over the peer."""
 from __future__ import annotations
 
 import importlib.util
