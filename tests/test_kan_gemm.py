@@ -228,6 +228,7 @@ def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 16, 2048, 2048, 8, 3) == "gemm"
     assert routes.kan_route("cpu", 15, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3, differentiated=False) == "fused"
+    assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3, differentiated=False) == "fused"  # unmeasured
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"
     assert routes.kan_route("cpu", 32, 512, 512, 8, 3) == "fused"
     assert routes._cpu_vendor() == swisk.build_info()["cpu_vendor"] in ("intel", "amd", "")
@@ -240,6 +241,12 @@ def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 15, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3, differentiated=False) == "fused"
+    # a forward alone packs W afresh: the GEMM route from 256 rows up
+    assert routes.kan_route("cpu", 256, 1024, 1024, 8, 3, differentiated=False) == "gemm"
+    assert routes.kan_route("cpu", 4096, 512, 512, 8, 3, differentiated=False) == "gemm"
+    assert routes.kan_route("cpu", 255, 1024, 1024, 8, 3, differentiated=False) == "fused"
+    assert routes.kan_route("cpu", 4096, 256, 256, 8, 3, differentiated=False) == "fused"
+    assert routes.kan_route("cpu", 4096, 1024, 1024, 19, 3, differentiated=False) == "fused"  # G=16
     assert routes.kan_route("cpu", 100, 1000, 1000, 11, 3) == "gemm"  # G=8: 12 columns against 5
     assert routes.kan_route("cpu", 100, 1000, 1000, 13, 3) == "fused"  # G=10: 14 against 5
     assert routes.kan_route("cpu", 1024, 256, 256, 19, 3) == "fused"  # G=16
@@ -247,6 +254,7 @@ def test_route_rule(monkeypatch):
     assert routes.kan_route("cpu", 1024, 256, 256, 8, 3) == "fused"  # CPU: by the measured rule
     assert routes.kan_route("cpu", 100, 1000, 1000, 8, 3) == "fused"
     assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3) == "fused"  # in chunks within the bound
+    assert routes.kan_route("cpu", 4096, 1024, 1024, 8, 3, differentiated=False) == "fused"
     assert routes.kan_route("cpu", 4, 2048, 2048, 8, 3) == "fused"
     assert routes.kan_route("cpu", 2, 1000, 1000, 8, 3) == "fused"
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)

@@ -112,7 +112,15 @@ def _cuda_rule(rows: int, in_f: int, out_f: int) -> str:
 # G=16 1.03 / 0.70, 1.03 / 0.90, 0.68 (the bench's b1024 256->256 G=16: fused 8.4x the formulation, gemm 4.5x).
 # AMD's AVX-512 (the 2-core EPYC of the 11-25 rows above) ran MKL's AVX2 kernels, and the fused kernels
 # won there at every size measured.
+# A forward alone (no_grad) on that Intel CPU packs W afresh on each call (no backward shares it), so the
+# GEMM route wins later, from 256 rows (2026-11-28, --phases fwd --reps 9, fused / gemm, 1 thread (2)):
+# b256 1024->1024 1.16 (1.20), b512 1.00 (1.13), b4096 1.47 (1.38); b256 512->512 1.29 (1.32), b1024
+# 1.46 (1.32); b512 / b1024 384->384 1.20 / 1.26 (1.22 / 1.17); b256 2048->2048 1.04 (1.08); but b128
+# 1000->1000 0.75 (1.10), b100 0.92 (1.00), b16 0.70 (0.77), b128 512->512 1.12 (1.26), b64 0.97 (1.13),
+# 256->256 at b1024 / b4096 0.91 / 0.80 (1.01 / 0.70); G=16: b256 1024->1024 0.64 (0.71), b4096 0.94
+# (0.80), b1024 512->512 0.81 (0.72).
 _NARROW_GEMM_ROWS = 16
+_NARROW_GEMM_ROWS_FORWARD = 256  # a forward alone, Intel AVX-512
 _NARROW_GEMM_BYTES = 16 << 20  # in * out * (n_basis + 2) * 4: 1000->1000 G=5 is 40 MB, 512->512 10.5 MB
 _NARROW_GEMM_BYTES_INTEL_AVX512 = 4 << 20  # 384->384 G=5 is 5.9 MB, 256->256 2.6 MB
 
@@ -127,14 +135,14 @@ def _cpu_vendor() -> str:
     return _C.build_info()["cpu_vendor"]
 
 
-def _narrow_gemm(rows: int, in_f: int, out_f: int, n_basis: int, order: int) -> bool:
-    """Whether a differentiated call takes the GEMM route on this CPU for its weights' size (measured
-    above); never on AMD's AVX-512."""
-    if rows < _NARROW_GEMM_ROWS:
+def _narrow_gemm(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differentiated: bool) -> bool:
+    """Whether a call takes the GEMM route on this CPU for its weights' size (measured above); never on
+    AMD's AVX-512; a forward alone only on Intel's (unmeasured elsewhere from 16 rows up)."""
+    if rows < (_NARROW_GEMM_ROWS if differentiated else _NARROW_GEMM_ROWS_FORWARD):
         return False
     size = in_f * out_f * (n_basis + 2) * 4
     if _cpu_isa() != "avx512":
-        return size > _NARROW_GEMM_BYTES
+        return differentiated and size > _NARROW_GEMM_BYTES
     if _cpu_vendor() != "intel":
         return False
     return size > _NARROW_GEMM_BYTES_INTEL_AVX512 and 2 * (n_basis + 1) <= 5 * (order + 2)
@@ -159,7 +167,7 @@ def _cpu_rule(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differ
         return "fused"
     if _fused_bytes(in_f, out_f, n_basis, order) > config._settings["workspace_bytes"]:
         return "gemm"
-    if differentiated and _narrow_gemm(rows, in_f, out_f, n_basis, order):
+    if _narrow_gemm(rows, in_f, out_f, n_basis, order, differentiated):
         return "gemm"
     if not differentiated or rows >= _FUSED_MIN_ROWS or torch.get_num_threads() > 1:
         return "fused"
