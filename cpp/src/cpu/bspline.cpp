@@ -75,18 +75,7 @@ void with_local(const BsplineParams& p, const T* grid, const Knots<A>& kn, F&& f
   auto fast_k = [&](auto k) {
     f([&](A xv, int64_t i, A* v) { return local_fast<k(), T, A>(p, grid, kn, xv, i, v); });
   };
-  if (fast) {
-    switch (p.order) {
-      case 0: return fast_k(std::integral_constant<int, 0>{});
-      case 1: return fast_k(std::integral_constant<int, 1>{});
-      case 2: return fast_k(std::integral_constant<int, 2>{});
-      case 3: return fast_k(std::integral_constant<int, 3>{});
-      case 4: return fast_k(std::integral_constant<int, 4>{});
-      case 5: return fast_k(std::integral_constant<int, 5>{});
-      case 6: return fast_k(std::integral_constant<int, 6>{});
-      default: return fast_k(std::integral_constant<int, 7>{});
-    }
-  }
+  if (fast) return dispatch_order(int(p.order), fast_k);
   auto general = [&](auto m) {
     f([&](A xv, int64_t i, A* v) { return local_general<m(), T, A>(p, grid, xv, i, v); });
   };
@@ -197,18 +186,21 @@ SK_CLONES_FLAT void contract_rows_uniform(const BsplineParams& p, const UniformK
   }
 }
 
-// f(std::integral_constant<int, K>) for orders 1..7.
-template <class F>
-void dispatch_order_1_7(int k, F&& f) {
-  switch (k) {
-    case 1: return f(std::integral_constant<int, 1>{});
-    case 2: return f(std::integral_constant<int, 2>{});
-    case 3: return f(std::integral_constant<int, 3>{});
-    case 4: return f(std::integral_constant<int, 4>{});
-    case 5: return f(std::integral_constant<int, 5>{});
-    case 6: return f(std::integral_constant<int, 6>{});
-    default: return f(std::integral_constant<int, 7>{});
+// Runs the rows of p in parallel chunks: uniform(k, knots, lo, hi) with the order k templated where every
+// feature's knots are uniform (orders 1..7, values and first derivatives), else general(local, lo, hi).
+template <typename T, typename A, class Uniform, class General>
+void for_rows(const BsplineParams& p, const T* grid, Uniform&& uniform, General&& general) {
+  if constexpr (uniform_dtype<T>()) {
+    const UniformKnots<A> u(grid, p);
+    if (u.all)
+      return dispatch_order<1>(int(p.order), [&](auto k) {
+        parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) { uniform(k, u, lo, hi); });
+      });
   }
+  const Knots<A> kn(grid, p, fast_path(p));
+  with_local<T, A>(p, grid, kn, [&](auto local) {
+    parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) { general(local, lo, hi); });
+  });
 }
 
 void expand(const BsplineBasisArgs& a) {
@@ -216,22 +208,16 @@ void expand(const BsplineBasisArgs& a) {
   dispatch_float<true>(a.x.dtype, "bspline_expand", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
-    const T* grid = a.grid.ptr<const T>();
-    if constexpr (uniform_dtype<T>()) {
-      const UniformKnots<A> u(grid, p);
-      if (u.all)
-        return dispatch_order_1_7(int(p.order), [&](auto k) {
-          parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
-            expand_rows_uniform<k(), T, A>(p, u, a.x.ptr<const T>(), a.out.ptr<T>(), lo, hi);
-          });
+    const T* x = a.x.ptr<const T>();
+    T* out = a.out.ptr<T>();
+    for_rows<T, A>(
+        p, a.grid.ptr<const T>(),
+        [&](auto k, const UniformKnots<A>& u, int64_t lo, int64_t hi) {
+          expand_rows_uniform<k(), T, A>(p, u, x, out, lo, hi);
+        },
+        [&](const auto& local, int64_t lo, int64_t hi) {
+          expand_rows<std::decay_t<decltype(local)>, T, A>(p, local, x, out, lo, hi);
         });
-    }
-    const Knots<A> kn(grid, p, fast_path(p));
-    with_local<T, A>(p, grid, kn, [&](auto local) {
-      parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
-        expand_rows<decltype(local), T, A>(p, local, a.x.ptr<const T>(), a.out.ptr<T>(), lo, hi);
-      });
-    });
   });
 }
 
@@ -240,26 +226,18 @@ void contract(const BsplineContractArgs& a) {
   dispatch_float<true>(a.x.dtype, "bspline_contract", [&](auto tag) {
     using T = decltype(tag);
     using A = typename sk_acc<T>::type;
-    const T* grid = a.grid.ptr<const T>();
-    if constexpr (uniform_dtype<T>()) {
-      const UniformKnots<A> u(grid, p);
-      if (u.all)
-        return dispatch_order_1_7(int(p.order), [&](auto k) {
-          parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
-            std::vector<A> silu(p.base ? p.in : 0);
-            contract_rows_uniform<k(), T, A>(p, u, a.x.ptr<const T>(), a.grad.ptr<const T>(), a.grad_x.ptr<T>(),
-                                             silu.data(), lo, hi);
-          });
+    const T *x = a.x.ptr<const T>(), *g = a.grad.ptr<const T>();
+    T* gx = a.grad_x.ptr<T>();
+    for_rows<T, A>(
+        p, a.grid.ptr<const T>(),
+        [&](auto k, const UniformKnots<A>& u, int64_t lo, int64_t hi) {
+          std::vector<A> silu(p.base ? p.in : 0);
+          contract_rows_uniform<k(), T, A>(p, u, x, g, gx, silu.data(), lo, hi);
+        },
+        [&](const auto& local, int64_t lo, int64_t hi) {
+          std::vector<A> silu(p.base ? p.in : 0);
+          contract_rows<std::decay_t<decltype(local)>, T, A>(p, local, x, g, gx, silu.data(), lo, hi);
         });
-    }
-    const Knots<A> kn(grid, p, fast_path(p));
-    with_local<T, A>(p, grid, kn, [&](auto local) {
-      parallel_for(p.rows, kGrain, [&](int64_t lo, int64_t hi) {
-        std::vector<A> silu(p.base ? p.in : 0);
-        contract_rows<decltype(local), T, A>(p, local, a.x.ptr<const T>(), a.grad.ptr<const T>(), a.grad_x.ptr<T>(),
-                                             silu.data(), lo, hi);
-      });
-    });
   });
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "swisk/kernels/bspline.h"
@@ -36,6 +37,18 @@ void silu_row(const T* x, O* out, int64_t n, int m) {
       const A e = vexp_neg<A>(v < A(0) ? v : -v), r = A(1) / (A(1) + e);
       out[i] = O(v * (v >= A(0) ? r : e * r));
     }
+  }
+}
+
+// Calls f(std::integral_constant<int, K>) for the runtime spline order k: K = k for First <= k <= 7
+// (the orders with templated kernels), First below, 7 above.
+template <int First = 0, class F>
+void dispatch_order(int k, F&& f) {
+  if constexpr (First >= SWISK_MAX_SPLINE_ORDER) {
+    return f(std::integral_constant<int, SWISK_MAX_SPLINE_ORDER>{});
+  } else {
+    if (k <= First) return f(std::integral_constant<int, First>{});
+    return dispatch_order<First + 1>(k, std::forward<F>(f));
   }
 }
 

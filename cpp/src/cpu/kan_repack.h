@@ -323,21 +323,6 @@ struct CallKnots {
   CallKnots(const CallKnots&) = delete;
 };
 
-// Calls f(std::integral_constant<int, K>) for the runtime spline order.
-template <class F>
-void dispatch_order(int k, F&& f) {
-  switch (k) {
-    case 0: return f(std::integral_constant<int, 0>{});
-    case 1: return f(std::integral_constant<int, 1>{});
-    case 2: return f(std::integral_constant<int, 2>{});
-    case 3: return f(std::integral_constant<int, 3>{});
-    case 4: return f(std::integral_constant<int, 4>{});
-    case 5: return f(std::integral_constant<int, 5>{});
-    case 6: return f(std::integral_constant<int, 6>{});
-    default: return f(std::integral_constant<int, 7>{});
-  }
-}
-static_assert(SWISK_MAX_SPLINE_ORDER == 7, "dispatch_order covers orders 0..7");
 
 template <typename T>
 Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& x, const TensorView& grid,
