@@ -324,6 +324,9 @@ def test_bad_inputs(rng):
         (lambda: op(x, grid, bw, sw, sc, 3, 1, 2**25, groups=2), ValueError, r"\[kan_conv2d\] padding: the padded input"),
         (lambda: op(x, grid, bw, sw, sc, 3, 1, 0, 2**40, groups=2), ValueError, r"\[kan_conv2d\] dilation: every value"),
         (lambda: op(x, grid, bw, sw, sc, 3, 1, 0, 4, groups=2), ValueError, r"\[kan_conv2d\] x"),
+        # an empty spatial dimension (torch's convolutions refuse it), even when the padding makes room
+        (lambda: op(x[..., :0], grid, bw, sw, sc, 3, 1, 2, groups=2), ValueError,
+         r"\[kan_conv2d\] x: spatial sizes must be >= 1"),
         (lambda: op(x, grid, bw, sw, sc, 2, groups=2), ValueError, r"\[kan_conv2d\] spline_weight"),
         (lambda: op(x, grid, bw, sw, sc, base_activation="relu", groups=2), ValueError,
          r"\[kan_conv2d\] base_activation"),
@@ -336,6 +339,7 @@ def test_bad_inputs(rng):
     for call, exc, msg in cases:
         with pytest.raises(exc, match=msg):
             call()
+    assert op(x[:0, ..., :0], grid, bw, sw, sc, 3, 1, 2, groups=2).shape == (0, 4, 7, 2)  # no rows: empty
 
 
 def test_no_input_gradient_when_x_needs_none(rng, monkeypatch):

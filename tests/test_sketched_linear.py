@@ -443,6 +443,7 @@ def test_sketched_conv2d_derivatives_and_errors(rng, terms, r, out):
         (lambda: op(x, s1, u1, b, 1, "full"), ValueError, r"\[sketched_conv2d\] padding"),
         (lambda: op(x, s1, u1, b, 2, "same"), ValueError, r"\[sketched_conv2d\] padding"),
         (lambda: op(x[..., :2, :2], s1, u1, b, 1, 0), ValueError, r"\[sketched_conv2d\] x"),
+        (lambda: op(x[..., :0], s1, u1, b, 2, 1), ValueError, r"\[sketched_conv2d\] x: spatial sizes"),
     ]
     for call, exc, msg in cases:
         with pytest.raises(exc, match=msg):

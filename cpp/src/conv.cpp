@@ -84,6 +84,9 @@ static std::vector<int64_t> kan_conv_shape(const char* op, const Args& a, Backen
     const int64_t padded = x.shape[cdim + 1 + k] + g.padding[2 * k] + g.padding[2 * k + 1];
     SWISK_CHECK(padded < kMaxExtent, value, op, "padding",
                 "the padded size must be below 2^31 in every dimension, got ", padded, " in dimension ", k);
+    // torch's convolutions take no empty spatial dimension unless the input is empty already (N·C = 0)
+    SWISK_CHECK(x.shape[cdim + 1 + k] > 0 || elements == 0, value, op, "x", "spatial sizes must be >= 1 (as torch's "
+                "convolutions), got ", x.shape_str());
     SWISK_CHECK(padded >= span, value, op, "x", "spatial size ", x.shape_str(), " (padded: ", padded,
                 " in dimension ", k, ") is smaller than the dilated kernel (", span, ")");
     shape.push_back((padded - span) / g.stride[k] + 1);

@@ -171,6 +171,8 @@ def _check_geometry(op, x, S1s, stride, padding) -> int:
     else:
         ph, pw = _tuple(op, "padding", padding, 2, 0)
     (h, w), (kh, kw) = x.shape[2:], S1s.shape[2:]
+    if (h == 0 or w == 0) and x.shape[0] * x.shape[1] > 0:
+        raise ValueError(f"[{op}] x: spatial sizes must be >= 1 (as torch's conv2d), got {tuple(x.shape)}")
     if padding == "same":
         return x.shape[0] * h * w
     if h + 2 * ph < kh or w + 2 * pw < kw:
