@@ -556,6 +556,11 @@ def test_bad_inputs(backend):
     bad(TypeError, r"\[sketch\] seed: expected an int", sk, x, "gaussian", 4, 1.5)
     bad(ValueError, r"\[sketch\] nnz: must be in \[1, min\(k", sk, x, "sparse_sign", 4, 1, nnz=5)
     bad(ValueError, r"\[sketch\] nnz:", sk, x, "sparse_sign", 4, 1, nnz=0)
+    # the named forms' errors carry their own names
+    bad(ValueError, r"\[sparse_sign_sketch\] nnz: must be in \[1, min\(k", swisk.ops.sparse_sign_sketch, x, 4, 5, 1)
+    bad(ValueError, r"\[gaussian_sketch\] k: must be in \[1", swisk.ops.gaussian_sketch, x, 0, 1)
+    bad(TypeError, r"\[rademacher_sketch\] x: expected a floating-point tensor", swisk.ops.rademacher_sketch,
+        torch.ones(3, 10, dtype=torch.int64), 4, 1)
     bad(TypeError, r"\[sketch\] x: expected a floating-point tensor", sk, torch.ones(3, 10, dtype=torch.int64),
         "gaussian", 4, 1)
     bad(TypeError, r"\[sketch\] x: expected a torch.Tensor", sk, [1.0], "gaussian", 4, 1)

@@ -8,7 +8,7 @@ import torch
 
 from .. import _C, reference
 from . import conv_gemm
-from .define import define, invoke, wrapper
+from .define import define, errors_named, invoke, wrapper
 from .run import OpSpec
 from .spline import _contract_into, _expand_into, gradient_shapes, kan_expand_op, vjp_through
 
@@ -135,15 +135,9 @@ def _public(d: int):
         stride = _tuple(name, "stride", stride, d, 1)
         dilation = _tuple(name, "dilation", dilation, d, 1)
         pads = _padding(name, padding, d, stride, dilation, spline_weight.shape[2:])
-        try:
+        with errors_named("kan_conv", name):
             return _kan_conv(x, grid, base_weight, spline_weight, spline_scaler, spline_order, stride, pads,
                              dilation, groups, base_activation)
-        except (TypeError, ValueError) as e:  # the shared op's errors, under the name the caller used
-            shared = "[kan_conv]"
-            if not str(e).startswith(shared):
-                raise
-            raise (ValueError if isinstance(e, ValueError) else TypeError)(
-                f"[{name}]{str(e)[len(shared):]}") from None
 
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = "swisk.ops"

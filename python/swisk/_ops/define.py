@@ -3,6 +3,8 @@ kernels, fake kernel, autograd, autocast, vmap); `wrapper(spec, op)` makes its p
 `invoke` calls an op by the cheapest correct route (run.py's path, straight or under autograd)."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from torch.autograd import forward_ad as _forward_ad
@@ -177,3 +179,16 @@ def wrapper(spec: OpSpec, op):
     fn.__doc__ = spec.doc
     fn.__module__ = "swisk.ops"
     return fn
+
+
+@contextlib.contextmanager
+def errors_named(shared: str, name: str):
+    """The TypeError / ValueError of an op shared by several public names ("[shared] ...") raised under the
+    name the caller used ("[name] ...")."""
+    try:
+        yield
+    except (TypeError, ValueError) as e:
+        prefix = f"[{shared}]"
+        if not str(e).startswith(prefix):
+            raise
+        raise (ValueError if isinstance(e, ValueError) else TypeError)(f"[{name}]{str(e)[len(prefix):]}") from None

@@ -10,7 +10,7 @@ import torch
 from .. import _C, config
 from ..reference import sketch as ref
 from ..reference.sketched import term_seed
-from .define import _PLAIN, _route, define, invoke, wrapper
+from .define import _PLAIN, _route, define, errors_named, invoke, wrapper
 from .run import OpSpec, _run, hold, recording, take
 from .kan_gemm import accumulate
 
@@ -366,7 +366,8 @@ def sketch(x, kind: str, k: int, seed: int, nnz: int = 8):
 def _dense_named(kind: str, operator: str):
     """The named form of a dense kind: x S^T with S = sketch_matrix(kind, k, n, seed)."""
     def fn(x, k: int, seed: int):
-        return sketch(x, kind, k, seed)
+        with errors_named("sketch", f"{kind}_sketch"):
+            return sketch(x, kind, k, seed)
 
     fn.__name__ = fn.__qualname__ = f"{kind}_sketch"
     fn.__doc__ = f"""x S^T with {operator}; see sketch.
@@ -404,4 +405,5 @@ def sparse_sign_sketch(x, k: int, nnz: int, seed: int):
     Raises:
         TypeError / ValueError naming the argument for a wrong x, k, nnz or seed.
     """
-    return sketch(x, "sparse_sign", k, seed, nnz)
+    with errors_named("sketch", "sparse_sign_sketch"):
+        return sketch(x, "sparse_sign", k, seed, nnz)
