@@ -137,7 +137,7 @@ def _cpu_vendor() -> str:
 
 def _narrow_gemm(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differentiated: bool) -> bool:
     """Whether a call takes the GEMM route on this CPU for its weights' size (measured above); never on
-    AMD's AVX-512; a forward alone only on Intel's (unmeasured elsewhere from 16 rows up)."""
+    AMD's AVX-512; a forward alone only on Intel's (unmeasured elsewhere from 256 rows up)."""
     if rows < (_NARROW_GEMM_ROWS if differentiated else _NARROW_GEMM_ROWS_FORWARD):
         return False
     size = in_f * out_f * (n_basis + 2) * 4
