@@ -323,7 +323,6 @@ struct CallKnots {
   CallKnots(const CallKnots&) = delete;
 };
 
-
 template <typename T>
 Ctx<T, typename sk_acc<T>::type> make_ctx(const KanParams& p, const TensorView& x, const TensorView& grid,
                                           const TensorView& bw, const TensorView& sw, const TensorView& sc,
