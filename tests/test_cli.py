@@ -117,3 +117,18 @@ def test_bench_records_the_builds_commit(tmp_path, monkeypatch):
     monkeypatch.setattr(runner._C, "build_info", lambda: {**built, "commit": ""})
     monkeypatch.chdir(tmp_path)
     assert runner.environment(torch.device("cpu"))["commit"] == "unknown (built without git metadata)"
+
+
+def test_bench_environment_names_the_cpu_family(monkeypatch, tmp_path):
+    """A VM's CPU name often hides its generation: the bench records family and model beside it, read
+    from the first processor's block of /proc/cpuinfo."""
+    from swisk.bench import runner
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n"
+                    "model name\t: AMD EPYC\n\nprocessor\t: 1\ncpu family\t: 99\nmodel\t\t: 9\n")
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda p, *a, **k: real_open(info if p == "/proc/cpuinfo" else p, *a, **k))
+    assert runner._cpu_name() == "AMD EPYC (family 26, model 2)"
+    info.write_text("processor\t: 0\nmodel name\t: Some CPU\n")
+    assert runner._cpu_name() == "Some CPU"

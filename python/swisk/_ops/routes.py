@@ -111,7 +111,13 @@ def _cuda_rule(rows: int, in_f: int, out_f: int) -> str:
 # reps 7): G=10 b64 / b256 512->512 1.11 / 0.81, b16 / b100 1000->1000 1.11 / 0.97, b256 384->384 0.88;
 # G=16 1.03 / 0.70, 1.03 / 0.90, 0.68 (the bench's b1024 256->256 G=16: fused 8.4x the formulation, gemm 4.5x).
 # AMD's AVX-512 (the 2-core EPYC of the 11-25 rows above) ran MKL's AVX2 kernels, and the fused kernels
-# won there at every size measured.
+# won there at every size measured. So on Zen 5 (a 2-core EPYC of CPU family 26, 512-bit datapaths; MKL
+# 0.11 TFLOP/s on 1 thread; 2026-11-28, --reps 7, JSON cpu-epyc-zen5-2026-11-28-route-sweep.json), fused
+# / gemm forward alone (forward+backward), 1 thread | 2 threads: b16 1000->1000 0.49 (0.65) | 0.50 (0.69),
+# b100 0.55 (0.57) | 0.32 (0.52), b256 1024->1024 0.57 (0.54) | 0.56 (0.51), b4096 0.55 (0.43) | 0.55
+# (0.43), b256 / b1024 512->512 0.61 / 0.62 (0.48 / 0.46) | 0.63 / 0.63 (0.48 / 0.46), b1024 384->384 0.58
+# (0.46) | 0.59 (0.46), 256->256 at b1024 / b4096 0.49 / 0.48 (0.45 / 0.45) | 0.50 / 0.48 (0.46 / 0.38),
+# b256 2048->2048 0.53 (0.60) | 0.47 (0.58): forwards alone from 256 rows included.
 # A forward alone (no_grad) on that Intel CPU packs W afresh on each call (no backward shares it), so the
 # GEMM route wins later, from 256 rows (2026-11-28, --phases fwd --reps 9, fused / gemm, 1 thread (2)):
 # b256 1024->1024 1.16 (1.20), b512 1.00 (1.13), b4096 1.47 (1.38); b256 512->512 1.29 (1.32), b1024
@@ -137,7 +143,7 @@ def _cpu_vendor() -> str:
 
 def _narrow_gemm(rows: int, in_f: int, out_f: int, n_basis: int, order: int, differentiated: bool) -> bool:
     """Whether a call takes the GEMM route on this CPU for its weights' size (measured above); never on
-    AMD's AVX-512; a forward alone only on Intel's (unmeasured elsewhere from 256 rows up)."""
+    AMD's AVX-512; a forward alone only on Intel's (unmeasured on AVX2 from 256 rows up)."""
     if rows < (_NARROW_GEMM_ROWS if differentiated else _NARROW_GEMM_ROWS_FORWARD):
         return False
     size = in_f * out_f * (n_basis + 2) * 4

@@ -317,18 +317,32 @@ def device_ceilings(device: torch.device, dtypes, reps: int, tf32: bool = False)
     return out
 
 
+def _cpu_name() -> str:
+    """The CPU's model name, with its family and model numbers: a VM's name often hides the generation
+    ("AMD EPYC" is Zen 3 at family 25 model 1, Zen 5 at family 26)."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor's block
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']}, model {fields['model']})"
+    return name
+
+
 def environment(device: torch.device) -> dict:
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
     elif device.type == "mps":
         name = "Apple MPS (" + platform.machine() + ")"
     else:
-        name = platform.processor() or platform.machine()
-        try:
-            with open("/proc/cpuinfo") as f:
-                name = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-        except (OSError, StopIteration):
-            pass
+        name = _cpu_name()
     info = _C.build_info()
     # the commit the build recorded (git rev-parse at configure time); a build without git (an sdist)
     # says so instead of borrowing the commit of whatever repository the bench runs in
