@@ -134,7 +134,7 @@ SK_VEC_INLINE A fwd_dot(const A* x, const A* tr, const A* rc, const A* w, int64_
   constexpr int L = lanes<A>();
   A acc[L] = {};
   for (int64_t i = 0; i < ld; i += L)
-    for (int l = 0; l < L; ++l) {
+    for (int l = 0; l < L; ++l) {  // lanes of fwd_block: must vectorise (tests/test_cpu_vectorize.py)
       const A t = (x[i + l] - tr[i + l]) * rc[i + l];
       acc[l] += w[i + l] * wavelet_eval<K, false, M>(t).v;
     }
@@ -164,7 +164,7 @@ SK_VEC_INLINE void bwd_rows(const Packed<A>& P, const A* g, A* dxa, int64_t i0, 
     const A gn = g[n];
     const A* __restrict x = &P.x[n * P.ld + i0];
     A* __restrict d = dxa + n * L;
-    for (int l = 0; l < L; ++l) {
+    for (int l = 0; l < L; ++l) {  // lanes of bwd_block: must vectorise (tests/test_cpu_vectorize.py)
       const A t = (x[l] - tr[l]) * rc[l];
       const WavVal<A> v = wavelet_eval<K, true, M>(t);
       const A gd = gn * v.d;
