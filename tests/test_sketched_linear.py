@@ -444,6 +444,11 @@ def test_sketched_conv2d_derivatives_and_errors(rng, terms, r, out):
         (lambda: op(x, s1, u1, b, 2, "same"), ValueError, r"\[sketched_conv2d\] padding"),
         (lambda: op(x[..., :2, :2], s1, u1, b, 1, 0), ValueError, r"\[sketched_conv2d\] x"),
         (lambda: op(x[..., :0], s1, u1, b, 2, 1), ValueError, r"\[sketched_conv2d\] x: spatial sizes"),
+        # past 2^31 torch's convolution fails with no name (error fuzzer seed 2763)
+        (lambda: op(x, s1, u1, b, 2, 2**31), ValueError, r"\[sketched_conv2d\] padding: the padded size"),
+        (lambda: op(x, s1, u1, b, 2, (1, 2**30)), ValueError, r"\[sketched_conv2d\] padding: the padded size"),
+        (lambda: op(x, s1, u1, b, 2, 2**25), ValueError, r"\[sketched_conv2d\] padding: the padded input"),
+        (lambda: op(x, s1, u1, b, 2**31, 1), ValueError, r"\[sketched_conv2d\] stride"),
     ]
     for call, exc, msg in cases:
         with pytest.raises(exc, match=msg):

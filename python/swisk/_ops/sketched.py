@@ -157,6 +157,9 @@ def sketched_conv2d(x, S1s, U1s, bias=None, stride=1, padding=0):
     return y.view(b, out, h, w)
 
 
+_MAX_EXTENT = 1 << 31  # strides and padded sizes
+
+
 def _check_geometry(op, x, S1s, stride, padding) -> int:
     """stride (int or pair, >= 1) and padding (int or pair, >= 0, 'valid', or 'same' at stride 1) as conv2d
     takes them, and an output of at least one pixel per side, checked in op's name; returns the output's
@@ -173,6 +176,16 @@ def _check_geometry(op, x, S1s, stride, padding) -> int:
     (h, w), (kh, kw) = x.shape[2:], S1s.shape[2:]
     if (h == 0 or w == 0) and x.shape[0] * x.shape[1] > 0:
         raise ValueError(f"[{op}] x: spatial sizes must be >= 1 (as torch's conv2d), got {tuple(x.shape)}")
+    # the bounds kan_conv's C++ check sets (cpp/src/conv.cpp): torch's convolutions fail past them
+    # with no name ("could not construct a memory descriptor")
+    if max(sh, sw) >= _MAX_EXTENT:
+        raise ValueError(f"[{op}] stride: every value must be below 2^31, got {stride!r}")
+    if max(h + 2 * ph, w + 2 * pw) >= _MAX_EXTENT:
+        raise ValueError(f"[{op}] padding: the padded size must be below 2^31 in every dimension, got "
+                         f"({h + 2 * ph}, {w + 2 * pw})")
+    if x.shape[0] * x.shape[1] * (h + 2 * ph) * (w + 2 * pw) >= 1 << 48:
+        raise ValueError(f"[{op}] padding: the padded input would hold "
+                         f"{x.shape[0] * x.shape[1] * (h + 2 * ph) * (w + 2 * pw)} elements (at most 2^48 are supported)")
     if padding == "same":
         return x.shape[0] * h * w
     if h + 2 * ph < kh or w + 2 * pw < kw:
