@@ -1,6 +1,6 @@
 """The CPU wavelet kernels' lane loops vectorise in the AVX-512 and AVX2 clones, for every wavelet and
 dtype. They rely on GCC's loop vectoriser (wavelet_eval is written with selects only): a select of two
-compares' mask in meyer's derivative once made its backward run scalar, 30x slower, every result right.
+compares' mask in meyer's derivative once made its backward run scalar, 25x slower, every result right.
 Compiles cpu/wavelet.cpp as the build does (target clones included) and reads GCC's vectoriser dump."""
 import platform
 import re

@@ -113,8 +113,8 @@ NAMES = ["kan_linear", "kan_expand", "bspline_basis", "wavelet_kan", "fwht", "sk
          "srht_sketched_linear", "kan_conv2d", "sketched_conv2d"]
 
 
-@pytest.mark.parametrize("seed", [*range(8), 1140, 2763])  # kan_conv2d with an empty spatial
-# dimension (1140), sketched_conv2d with a padding past 2^31 (2763)
+# 1140: kan_conv2d with an empty spatial dimension; 2763: sketched_conv2d with a padding past 2^31
+@pytest.mark.parametrize("seed", [*range(8), 1140, 2763])
 def test_changed_arguments_run_or_raise_a_named_error(seed):
     R = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)

@@ -183,9 +183,10 @@ def _check_geometry(op, x, S1s, stride, padding) -> int:
     if max(h + 2 * ph, w + 2 * pw) >= _MAX_EXTENT:
         raise ValueError(f"[{op}] padding: the padded size must be below 2^31 in every dimension, got "
                          f"({h + 2 * ph}, {w + 2 * pw})")
-    if x.shape[0] * x.shape[1] * (h + 2 * ph) * (w + 2 * pw) >= 1 << 48:
-        raise ValueError(f"[{op}] padding: the padded input would hold "
-                         f"{x.shape[0] * x.shape[1] * (h + 2 * ph) * (w + 2 * pw)} elements (at most 2^48 are supported)")
+    elements = x.shape[0] * x.shape[1] * (h + 2 * ph) * (w + 2 * pw)
+    if elements >= 1 << 48:
+        raise ValueError(f"[{op}] padding: the padded input would hold {elements} elements (at most 2^48 are "
+                         "supported)")
     if padding == "same":
         return x.shape[0] * h * w
     if h + 2 * ph < kh or w + 2 * pw < kw:
